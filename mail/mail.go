@@ -1,0 +1,155 @@
+// Package mail holds the message a worker builds from a job, the transports
+// that send it and the receipts they give back.
+//
+// A Message is built into MIME with github.com/wneessen/go-mail. Its
+// Message-ID and Content-IDs are fixed by the producer at enqueue, so every
+// attempt of a job sends the same message (spec/queue.md, "What a job holds").
+package mail
+
+import (
+	"context"
+	"strconv"
+	"time"
+)
+
+// Message is one mail message, ready to build and send. Addresses are in
+// RFC 5322 form ("Ada <ada@example.com>" or "ada@example.com").
+type Message struct {
+	// MessageID is the Message-ID header with its angle brackets, such as
+	// "<0b9c…@example.com>". Required: the queue fixes it at enqueue.
+	MessageID string
+	// Date is the Date header. The queue sets it from the job's enqueuedAt,
+	// so every attempt carries the same date.
+	Date time.Time
+	// From is the author mailbox; its address is also the envelope sender.
+	From string
+	// To, Cc and Bcc are the recipients. Bcc goes into the envelope only.
+	To, Cc, Bcc []string
+	// ReplyTo is the Reply-To header, when not empty.
+	ReplyTo []string
+	// Subject is the Subject header (RFC 2047-encoded when not ASCII).
+	Subject string
+	// HTML and Text are the bodies; at least one is set. Both make a
+	// multipart/alternative message.
+	HTML, Text string
+	// Headers are extra header fields, written in the order of their names.
+	Headers map[string]string
+	// Attachments are the parts besides the bodies.
+	Attachments []Attachment
+	// IdempotencyKey is the key a transport that takes one gives its
+	// provider; the queue sets it to the job's id.
+	IdempotencyKey string
+}
+
+// Attachment is a part of a message besides its bodies.
+type Attachment struct {
+	// Filename is the name the recipient sees.
+	Filename string
+	// ContentType is the media type, such as "image/png"; empty means
+	// application/octet-stream.
+	ContentType string
+	// ContentID is the Content-ID without angle brackets; an inline part is
+	// referenced from the HTML as "cid:" + ContentID.
+	ContentID string
+	// Inline marks a part the HTML shows (Content-Disposition: inline).
+	Inline bool
+	// Data holds the bytes.
+	Data []byte
+}
+
+// Category tells what a send came to, and so what the queue does next
+// (spec/queue.md, "What the queue does with an attempt").
+type Category string
+
+// The categories of a receipt.
+const (
+	// Accepted: the server or provider took the message. The job is done.
+	Accepted Category = "accepted"
+	// Retryable: a failure provably before the message was taken (a 4xx
+	// reply, a connection refused). Retried after the backoff.
+	Retryable Category = "retryable"
+	// RateLimited: the provider asked to slow down; retried no sooner than
+	// RetryAfter, and may pause the queue or the tenant.
+	RateLimited Category = "rate_limited"
+	// Rejected: the server refused the message or its recipients (5xx).
+	// Failed at once.
+	Rejected Category = "rejected"
+	// Validation: the message is malformed for the server (555, a syntax
+	// error). Failed at once.
+	Validation Category = "validation"
+	// Unsupported: the message needs what the server does not offer (such as
+	// SMTPUTF8). Failed at once.
+	Unsupported Category = "unsupported"
+	// Auth: the credentials were refused (530, 534, 535). An operator's
+	// failure: retried after the operator delay.
+	Auth Category = "auth"
+	// Configuration: the transport is set up wrong (TLS required but not
+	// offered). An operator's failure: retried after the operator delay.
+	Configuration Category = "configuration"
+	// DeliveryUnknown: the message may have gone (a timeout or a lost
+	// connection after the data was sent). Never sent blindly again.
+	DeliveryUnknown Category = "delivery_unknown"
+)
+
+// Receipt is what a transport tells of a send.
+type Receipt struct {
+	// Category is what the send came to.
+	Category Category
+	// Code is the SMTP reply code, or the HTTP status of a provider; 0 when
+	// there was no reply.
+	Code int
+	// Reason is the server's text or the error's, without any address.
+	Reason string
+	// RetryAfter is the least delay before a retry, when the server asked
+	// for one (an HTTP Retry-After); 0 when it did not.
+	RetryAfter time.Duration
+	// ProviderID is the id the server gave the message, when it gave one
+	// (the queue id in an SMTP 250 reply, a provider's message id).
+	ProviderID string
+	// Refused lists the recipients the server refused while it took the
+	// message for the others.
+	Refused []RefusedRecipient
+}
+
+// RefusedRecipient is one recipient a server refused.
+type RefusedRecipient struct {
+	// Address is the refused address.
+	Address string
+	// Code is the SMTP reply code.
+	Code int
+	// Reason is the server's text.
+	Reason string
+}
+
+// Transport sends a message and reports the outcome as a receipt.
+//
+// Send returns a receipt whatever happened; the error is non-nil exactly
+// when the category is not Accepted, and is then an *Error carrying the same
+// receipt. A transport must not retry on its own beyond what provably was not
+// sent: the queue retries (spec/queue.md, "Tenants in turn", last paragraph).
+type Transport interface {
+	Send(ctx context.Context, msg *Message) (Receipt, error)
+}
+
+// Error is the error of a send that was not accepted.
+type Error struct {
+	// Receipt is the receipt of the failed send.
+	Receipt Receipt
+	// Err is the underlying cause, when there is one.
+	Err error
+}
+
+// Error returns the category, the code and the reason.
+func (e *Error) Error() string {
+	s := "mail: " + string(e.Receipt.Category)
+	if e.Receipt.Code != 0 {
+		s += " " + strconv.Itoa(e.Receipt.Code)
+	}
+	if e.Receipt.Reason != "" {
+		s += ": " + e.Receipt.Reason
+	}
+	return s
+}
+
+// Unwrap returns the underlying cause.
+func (e *Error) Unwrap() error { return e.Err }
