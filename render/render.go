@@ -5,6 +5,57 @@
 // does with an attempt"): a template missing or broken fails the job at once
 // (an *Error, code render.failed), while an outage of the place templates are
 // loaded from is retried (a *LoadError, the spec's TemplateLoadError).
+//
+// # Templates in a file system
+//
+// [New] makes a [Renderer] over an [io/fs.FS] laid out as
+//
+//	<template>/<locale>/subject.txt   text/template, one line (optional)
+//	<template>/<locale>/body.html     html/template (optional)
+//	<template>/<locale>/body.txt      text/template (optional)
+//	_partials/*.html                  shared by every body.html (optional)
+//	_partials/*.txt                   shared by every subject.txt and body.txt (optional)
+//
+// such as reset-password/de/body.html. A locale directory counts only when it
+// holds body.html, body.txt or both. A partial _partials/footer.html is called
+// as {{template "footer" .}} from an HTML body, _partials/footer.txt likewise
+// from a text body or a subject; a partial file may also {{define}} more
+// templates. Template names are single path elements that do not begin with
+// "_" or ".".
+//
+// Each part is rendered with the job's context as its dot, a map, under the
+// option missingkey=error: a value the template uses and the context lacks
+// is a render failure, not an empty string. Use {{index . "name"}} (or
+// {{default "there" (index . "name")}}) for a value that may be missing.
+//
+// The locale asked for is looked up as is ("pt-BR"), then by dropping subtags
+// from the end ("pt"), then the default locale the same way; tags are compared
+// case-insensitively and "_" is read as "-". [Result.Locale] is the name of
+// the directory used.
+//
+// The subject is trimmed of surrounding white space; a subject that still
+// holds a line break is an *Error of part "subject". Bodies that both render
+// to white space alone are an *Error too.
+//
+// Besides the built-in functions of text/template (and, index, len, printf,
+// ...), templates have these helpers, all deterministic: rendering must be
+// the same on every attempt of a job (spec/queue.md, "Once per key"), so none
+// reads the clock or draws random numbers.
+//
+//	upper s       s in upper case
+//	lower s       s in lower case
+//	trim s        s without leading and trailing white space
+//	default d v   v when v is true in the template's sense (not nil, zero,
+//	              "" or empty), else d; as a pipe: {{.x | default "d"}}
+//
+// [Options.Funcs] adds helpers (and may replace these); keep them
+// deterministic as well.
+//
+// A render runs for at most [Options.Timeout]; one that takes longer returns
+// an error matching [ErrTimeout] (which the queue retries), told apart from
+// the caller's context ending, which returns ctx.Err(). A template cannot be
+// interrupted mid-execution: it goes on in its own goroutine and stops at its
+// next write of output, or when it ends if it writes no more.
 package render
 
 import (
@@ -53,8 +104,9 @@ type Error struct {
 	// Part is the part that failed: "subject", "html" or "text"; empty when
 	// the template was not found at all.
 	Part string
-	// Where is the place the engine named, such as "reset-password/en.html:12",
-	// when it named one.
+	// Where is the place the engine named, such as
+	// "reset-password/en/body.html:12", when it named one; else the file
+	// that failed, when known.
 	Where string
 	// NotFound is true when no file of the template exists in the locale or
 	// the default locale.
