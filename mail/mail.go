@@ -107,7 +107,9 @@ type Receipt struct {
 	// (the queue id in an SMTP 250 reply, a provider's message id).
 	ProviderID string
 	// Refused lists the recipients the server refused while it took the
-	// message for the others.
+	// message for the others. When it refused every recipient (nothing was
+	// sent), it lists them all, and the receipt takes the category, code and
+	// reason of the first refusal.
 	Refused []RefusedRecipient
 }
 
@@ -117,7 +119,7 @@ type RefusedRecipient struct {
 	Address string
 	// Code is the SMTP reply code.
 	Code int
-	// Reason is the server's text.
+	// Reason is the server's text, without any address (see Redact).
 	Reason string
 }
 

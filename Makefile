@@ -1,0 +1,49 @@
+# The mailer kit's tasks. `make check` is what CI runs (through .ci/run) and
+# what every commit must pass.
+GO ?= go
+PKGS := ./...
+
+.PHONY: all generate check fmt vet gen-check test test-short fuzz bench demo
+
+all: check
+
+## generate: write gen/ and docs/codes.md from schema/
+generate:
+	$(GO) generate ./...
+
+## check: formatting, vet, generated code current, tests with -race
+check: fmt vet gen-check test
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+## gen-check: fail when gen/ or docs/codes.md differ from a fresh generation
+gen-check:
+	$(GO) generate ./...
+	@if [ -n "$$(git status --porcelain -- gen docs/codes.md)" ]; then \
+		echo "gen/ or docs/codes.md is stale: run 'make generate' and commit the result"; \
+		git --no-pager diff -- gen docs/codes.md | head -100; \
+		git status --porcelain -- gen docs/codes.md; exit 1; fi
+
+## test: every test, with the race detector
+test:
+	$(GO) test -race -count=1 $(PKGS)
+
+test-short:
+	$(GO) test -short $(PKGS)
+
+## fuzz: run each fuzz target briefly
+fuzz:
+	$(GO) test ./gen/jobv1 -run '^$$' -fuzz FuzzValidate -fuzztime 20s
+
+## bench: the benchmarks (see BENCHMARKS.md)
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+## demo: the main job on the embedded default
+demo:
+	$(GO) run ./cmd/mailq demo

@@ -1,0 +1,447 @@
+package main
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/dave/jennifer/jen"
+)
+
+// jobModel is what the generator reads from a job schema: the Go types, the
+// two shapes (clear and sealed) and the rules the validator adds.
+type jobModel struct {
+	pkg           string // the Go package, jobv1 for job.v1.json
+	file          string // the schema's file name
+	raw           []byte // the schema, byte for byte
+	id            string // the schema's $id
+	root          *node
+	discriminator string   // the property that marks the sealed shape (root if.required)
+	clear, sealed *typeDef // root else and then
+	types         []*typeDef
+	byNode        map[*node]*typeDef
+	byName        map[string]*typeDef
+	version       int
+	versionDoc    string
+	reserved      []reservedRule
+	forbidden     []forbiddenRule
+}
+
+type typeDef struct {
+	name      string
+	doc       string
+	enum      bool
+	values    []string
+	valueDocs map[string]string
+	fields    []fieldDef
+}
+
+type fieldDef struct {
+	name, json string
+	typ        func() *jen.Statement
+	required   bool
+	doc        string
+}
+
+// reservedRule is an x-reserved<Things> annotation on a property of the clear
+// shape: names that property's object may not have.
+type reservedRule struct {
+	property string
+	rule     string // reservedHeader for x-reservedHeaders
+	names    []string
+}
+
+// forbiddenRule is a {"not": {"required": [...]}} schema: the validator
+// reports each forbidden property that is present, at its own pointer.
+type forbiddenRule struct {
+	location string // the JSON pointer of the schema holding "not"
+	names    []string
+	message  string
+}
+
+var pkgNameRE = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
+
+func readJobSchema(file string, raw []byte) (*jobModel, error) {
+	root, err := parseJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	m := &jobModel{
+		file:   file,
+		raw:    raw,
+		root:   root,
+		byNode: map[*node]*typeDef{},
+		byName: map[string]*typeDef{},
+		pkg:    strings.ReplaceAll(strings.TrimSuffix(path.Base(file), ".json"), ".", ""),
+	}
+	if !pkgNameRE.MatchString(m.pkg) {
+		return nil, fmt.Errorf("%s: the file name makes no Go package name (%q)", file, m.pkg)
+	}
+	if err := m.read(); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return m, nil
+}
+
+func (m *jobModel) read() error {
+	r := m.root
+	if r.kind != 'o' {
+		return fmt.Errorf("the schema is not an object")
+	}
+	m.id, _ = r.getStr("$id")
+	if m.id == "" {
+		return fmt.Errorf("the schema has no $id")
+	}
+	// The two shapes: {"if": {"required": [disc]}, "then": sealed, "else": clear}.
+	ifs, then, els := r.get("if"), r.get("then"), r.get("else")
+	if ifs == nil || then == nil || els == nil {
+		return fmt.Errorf("the root needs if/then/else telling the sealed shape (then) from the clear one (else)")
+	}
+	req := ifs.get("required")
+	if req == nil {
+		return fmt.Errorf("#/if: needs required with the one property of the sealed shape")
+	}
+	names, err := req.strings()
+	if err != nil || len(names) != 1 {
+		return fmt.Errorf("#/if/required: want exactly one property name")
+	}
+	m.discriminator = names[0]
+
+	var shapes [2]*typeDef
+	for i, s := range []*node{els, then} {
+		t, err := m.resolve(s)
+		if err != nil {
+			return err
+		}
+		title, _ := t.getStr("title")
+		typ, _ := t.getStr("type")
+		if title == "" || typ != "object" {
+			return fmt.Errorf("%s: a shape must be an object with a title", displayPtr(t.ptr))
+		}
+		if shapes[i], err = m.named(title, t); err != nil {
+			return err
+		}
+	}
+	m.clear, m.sealed = shapes[0], shapes[1]
+	sealedSchema, _ := m.resolve(then)
+	if sealedSchema.get("properties").get(m.discriminator) == nil {
+		return fmt.Errorf("the sealed shape has no property %q", m.discriminator)
+	}
+
+	clearSchema, _ := m.resolve(els)
+	props := clearSchema.get("properties")
+	// Version: the const integer of the clear shape's property v.
+	v := props.get("v")
+	if v == nil {
+		return fmt.Errorf("the clear shape has no property v")
+	}
+	c := m.kw(v, "const")
+	if c == nil || c.kind != 'n' {
+		return fmt.Errorf("the clear shape's v is not a const integer")
+	}
+	n, err := c.num.Int64()
+	if err != nil {
+		return fmt.Errorf("the clear shape's v is not a const integer")
+	}
+	m.version = int(n)
+	m.versionDoc, _ = m.kwStr(v, "description")
+
+	// x-reserved<Things> on the clear shape's properties.
+	for _, pname := range props.keys {
+		p := props.vals[pname]
+		for _, k := range p.keys {
+			thing, ok := strings.CutPrefix(k, "x-reserved")
+			if !ok || thing == "" {
+				continue
+			}
+			list, err := p.vals[k].strings()
+			if err != nil {
+				return err
+			}
+			rr := reservedRule{property: pname, rule: "reserved" + strings.TrimSuffix(thing, "s")}
+			for _, n := range list {
+				rr.names = append(rr.names, strings.ToLower(n))
+			}
+			m.reserved = append(m.reserved, rr)
+		}
+	}
+	return m.findForbidden(r)
+}
+
+// findForbidden collects every {"not": {"required": [...]}} in the schema.
+func (m *jobModel) findForbidden(n *node) error {
+	switch n.kind {
+	case 'a':
+		for _, it := range n.items {
+			if err := m.findForbidden(it); err != nil {
+				return err
+			}
+		}
+	case 'o':
+		if not := n.get("not"); not != nil && len(not.keys) == 1 && not.get("required") != nil {
+			names, err := not.get("required").strings()
+			if err != nil {
+				return err
+			}
+			msg := "must not be given here"
+			if parent, ok := strings.CutSuffix(n.ptr, "/then"); ok {
+				if p, err := m.root.at(parent); err == nil {
+					if ifReq := p.get("if").get("required"); ifReq != nil {
+						if with, err := ifReq.strings(); err == nil && len(with) > 0 {
+							msg = "must not be given together with " + strings.Join(with, " and ")
+						}
+					}
+				}
+			}
+			m.forbidden = append(m.forbidden, forbiddenRule{location: n.ptr, names: names, message: msg})
+		}
+		for _, k := range n.keys {
+			switch {
+			case k == "const", k == "enum", k == "default", k == "examples", strings.HasPrefix(k, "x-"):
+				continue
+			}
+			if err := m.findForbidden(n.vals[k]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// resolve follows $ref (local references only) to the schema that says what
+// s is.
+func (m *jobModel) resolve(s *node) (*node, error) {
+	for range 32 {
+		ref, ok := s.getStr("$ref")
+		if !ok {
+			return s, nil
+		}
+		frag, ok := strings.CutPrefix(ref, "#")
+		if !ok {
+			return nil, fmt.Errorf("%s: only local $ref (#/...) is supported, not %q", displayPtr(s.ptr), ref)
+		}
+		t, err := m.root.at(frag)
+		if err != nil {
+			return nil, fmt.Errorf("%s: $ref: %w", displayPtr(s.ptr), err)
+		}
+		s = t
+	}
+	return nil, fmt.Errorf("%s: $ref too deep or a cycle", displayPtr(s.ptr))
+}
+
+// kw returns keyword k of s, looking through $ref when s has none itself.
+func (m *jobModel) kw(s *node, k string) *node {
+	for range 32 {
+		if v := s.get(k); v != nil {
+			return v
+		}
+		ref, ok := s.getStr("$ref")
+		if !ok {
+			return nil
+		}
+		t, err := m.root.at(strings.TrimPrefix(ref, "#"))
+		if err != nil {
+			return nil
+		}
+		s = t
+	}
+	return nil
+}
+
+// owner returns the schema (s or one it refers to) that holds keyword k.
+func (m *jobModel) owner(s *node, k string) *node {
+	for range 32 {
+		if s.get(k) != nil {
+			return s
+		}
+		ref, ok := s.getStr("$ref")
+		if !ok {
+			return nil
+		}
+		t, err := m.root.at(strings.TrimPrefix(ref, "#"))
+		if err != nil {
+			return nil
+		}
+		s = t
+	}
+	return nil
+}
+
+func (m *jobModel) kwStr(s *node, k string) (string, bool) {
+	v := m.kw(s, k)
+	if v == nil || v.kind != 's' {
+		return "", false
+	}
+	return v.str, true
+}
+
+// named returns the Go type of a schema with a title, making it the first time.
+func (m *jobModel) named(title string, s *node) (*typeDef, error) {
+	if t, ok := m.byNode[s]; ok {
+		return t, nil
+	}
+	name, err := goName(title)
+	if err != nil {
+		return nil, fmt.Errorf("%s: title: %w", displayPtr(s.ptr), err)
+	}
+	if name != title {
+		return nil, fmt.Errorf("%s: the title %q is not a Go type name (say %q)", displayPtr(s.ptr), title, name)
+	}
+	if _, dup := m.byName[name]; dup {
+		return nil, fmt.Errorf("%s: two schemas are titled %q", displayPtr(s.ptr), title)
+	}
+	desc, _ := s.getStr("description")
+	t := &typeDef{name: name, doc: docFor(name, desc)}
+	m.byNode[s], m.byName[name] = t, t
+	m.types = append(m.types, t)
+
+	if e := s.get("enum"); e != nil {
+		if typ, _ := s.getStr("type"); typ != "string" {
+			return nil, fmt.Errorf("%s: an enum with a title must be of type string", displayPtr(s.ptr))
+		}
+		values, err := e.strings()
+		if err != nil {
+			return nil, err
+		}
+		t.enum, t.values, t.valueDocs = true, values, map[string]string{}
+		seen := map[string]string{}
+		for _, v := range values {
+			cn, err := goName(name + "_" + v)
+			if err != nil {
+				return nil, fmt.Errorf("%s: enum value %q: %w", displayPtr(s.ptr), v, err)
+			}
+			if prev, dup := seen[cn]; dup {
+				return nil, fmt.Errorf("%s: enum values %q and %q both make %s", displayPtr(s.ptr), prev, v, cn)
+			}
+			seen[cn] = v
+			if d, ok := s.get("x-enum-doc").getStr(v); ok {
+				t.valueDocs[v] = d
+			}
+		}
+		return t, nil
+	}
+
+	props := s.get("properties")
+	if props == nil || props.kind != 'o' {
+		return nil, fmt.Errorf("%s: an object with a title needs properties", displayPtr(s.ptr))
+	}
+	required := map[string]bool{}
+	if r := s.get("required"); r != nil {
+		names, err := r.strings()
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			if props.get(n) == nil {
+				return nil, fmt.Errorf("%s: required %q is not a property", displayPtr(s.ptr), n)
+			}
+			required[n] = true
+		}
+	}
+	seen := map[string]string{}
+	for _, pname := range props.keys {
+		p := props.vals[pname]
+		fname, err := goName(pname)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", displayPtr(p.ptr), err)
+		}
+		if prev, dup := seen[fname]; dup {
+			return nil, fmt.Errorf("%s: properties %q and %q both make the field %s", displayPtr(s.ptr), prev, pname, fname)
+		}
+		seen[fname] = pname
+		typ, err := m.goType(p, true)
+		if err != nil {
+			return nil, err
+		}
+		desc, _ := m.kwStr(p, "description")
+		t.fields = append(t.fields, fieldDef{name: fname, json: pname, typ: typ, required: required[pname], doc: docFor(fname, desc)})
+	}
+	return t, nil
+}
+
+// goType maps a schema to a Go type. A field's struct or time is a pointer,
+// so that omitempty leaves it out; in a slice or a map it is a value.
+func (m *jobModel) goType(s *node, field bool) (func() *jen.Statement, error) {
+	ptr := func(f func() *jen.Statement) func() *jen.Statement {
+		if !field {
+			return f
+		}
+		return func() *jen.Statement { return jen.Op("*").Add(f()) }
+	}
+	if _, err := m.resolve(s); err != nil {
+		return nil, err
+	}
+	if c := m.kw(s, "const"); c != nil {
+		switch c.kind {
+		case 'n':
+			if _, err := c.num.Int64(); err == nil {
+				return jen.Int, nil
+			}
+			return jen.Float64, nil
+		case 's':
+			return jen.String, nil
+		case 'b':
+			return jen.Bool, nil
+		}
+		return jen.Any, nil
+	}
+	typ, _ := m.kwStr(s, "type")
+	if title, ok := m.kwStr(s, "title"); ok && (typ == "object" || m.kw(s, "enum") != nil) {
+		t, err := m.named(title, m.owner(s, "title"))
+		if err != nil {
+			return nil, err
+		}
+		id := func() *jen.Statement { return jen.Id(t.name) }
+		if t.enum {
+			return id, nil
+		}
+		return ptr(id), nil
+	}
+	switch typ {
+	case "string":
+		if ce, _ := m.kwStr(s, "contentEncoding"); ce == "base64" {
+			return func() *jen.Statement { return jen.Index().Byte() }, nil
+		}
+		if f, _ := m.kwStr(s, "format"); f == "date-time" {
+			return ptr(func() *jen.Statement { return jen.Qual("time", "Time") }), nil
+		}
+		return jen.String, nil
+	case "integer":
+		return jen.Int, nil
+	case "number":
+		return jen.Float64, nil
+	case "boolean":
+		return jen.Bool, nil
+	case "array":
+		items := m.kw(s, "items")
+		if items == nil || items.kind != 'o' {
+			return func() *jen.Statement { return jen.Index().Any() }, nil
+		}
+		elem, err := m.goType(items, false)
+		if err != nil {
+			return nil, err
+		}
+		return func() *jen.Statement { return jen.Index().Add(elem()) }, nil
+	case "object":
+		if m.kw(s, "properties") != nil {
+			return nil, fmt.Errorf("%s: an object with properties needs a title (its Go type name)", displayPtr(s.ptr))
+		}
+		if ap := m.kw(s, "additionalProperties"); ap != nil && ap.kind == 'o' {
+			if _, typed := m.kwStr(ap, "type"); typed || ap.get("$ref") != nil {
+				elem, err := m.goType(ap, false)
+				if err != nil {
+					return nil, err
+				}
+				return func() *jen.Statement { return jen.Map(jen.String()).Add(elem()) }, nil
+			}
+		}
+		return func() *jen.Statement { return jen.Map(jen.String()).Any() }, nil
+	}
+	if e := m.kw(s, "enum"); e != nil {
+		if _, err := e.strings(); err == nil {
+			return jen.String, nil
+		}
+	}
+	return jen.Any, nil
+}

@@ -1,0 +1,652 @@
+// Package memory is the memory queue: a mailqueue.Source in memory, run by
+// the polling driver, for tests and a single process (spec/queue.md, "The
+// memory queue and the polling driver"). Nothing survives the process.
+//
+// Besides the Source, it offers what an operator needs: List, Get, Stats,
+// Failed and RetryFailed, and for tests Drain, Wake and a clock of their own
+// (Options.Clock with a clock.Fake).
+package memory
+
+import (
+	"container/heap"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/alexify/mailer/clock"
+	"github.com/alexify/mailer/drivers/polling"
+	"github.com/alexify/mailer/gen/codes"
+	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/mailqueue"
+)
+
+// The defaults of the spec's Defaults table.
+const (
+	DefaultDedupeWindow   = 24 * time.Hour
+	DefaultRetainFailed   = 7 * 24 * time.Hour
+	DefaultMaxJobs        = 100_000
+	DefaultRetainFinished = 10_000
+)
+
+// RetainData says which finished jobs keep their message (spec/queue.md,
+// "What a job holds"). A job that drops it keeps its id, version and hash,
+// so an enqueue again is still told a duplicate.
+type RetainData string
+
+// The retention policies.
+const (
+	// RetainFailedData keeps the message of the failed jobs only, for a retry
+	// by hand. The default.
+	RetainFailedData RetainData = "failed"
+	// RetainAllData keeps the message of every finished job.
+	RetainAllData RetainData = "all"
+	// RetainNoData keeps no message of a finished job.
+	RetainNoData RetainData = "none"
+)
+
+// Options configure the memory queue. A zero field takes the default.
+type Options struct {
+	// Clock is the time source; the wall clock when nil. Give a *clock.Fake
+	// to drive backoffs, leases and retention in tests.
+	Clock clock.Clock
+	// Logger hears what the driver does; slog.Default() when nil.
+	Logger *slog.Logger
+	// PollInterval, LeaseDuration and CloseTimeout are the polling driver's
+	// (1 second, 1 minute, 30 seconds).
+	PollInterval, LeaseDuration, CloseTimeout time.Duration
+	// DedupeWindow is how long a completed job is kept, the window in which
+	// an enqueue under its key is a duplicate (a day).
+	DedupeWindow time.Duration
+	// RetainFailed is how long a failed job is kept (a week).
+	RetainFailed time.Duration
+	// RetainData says which finished jobs keep their message ("failed").
+	RetainData RetainData
+	// MaxJobs is the most jobs queued or running at once (100 000); an
+	// enqueue past it is refused with ErrFull.
+	MaxJobs int
+	// RetainFinished is the most finished jobs that keep their message
+	// (10 000); past it the oldest drop theirs, keeping their hash until
+	// their retention ends.
+	RetainFinished int
+}
+
+// ErrFull is returned by an enqueue that would hold more than MaxJobs jobs
+// queued or running. Nothing of the call is stored.
+var ErrFull = errors.New("memory: the queue holds MaxJobs jobs")
+
+// State is the state of a job in the memory queue.
+type State string
+
+// The states of a job.
+const (
+	// StateQueued: waiting to be due, or due and waiting for a worker.
+	StateQueued State = "queued"
+	// StateRunning: leased by a run.
+	StateRunning State = "running"
+	// StateAccepted: done, the message accepted.
+	StateAccepted State = "accepted"
+	// StateFailed: failed for good.
+	StateFailed State = "failed"
+	// StateDeliveryUnknown: failed for good, the message may have gone.
+	StateDeliveryUnknown State = "delivery_unknown"
+)
+
+// Job is what the memory queue tells of a job.
+type Job struct {
+	ID, Hash string
+	State    State
+	Priority jobv1.Priority
+	TenantID string
+	// Attempts is the attempts spent; MaxAttempts the attempts in all.
+	Attempts, MaxAttempts int
+	// Redeliveries counts the runs that ended unsettled.
+	Redeliveries int
+	// RunAt is when a queued job is due.
+	RunAt, EnqueuedAt, FinishedAt time.Time
+	// Code and Reason are those of the last retry, release or failure.
+	Code   codes.Code
+	Reason string
+	// Data is the job's JSON; nil once it was dropped.
+	Data []byte
+}
+
+// Stats counts the jobs by state.
+type Stats struct {
+	Queued, Due, Running, Accepted, Failed, DeliveryUnknown int
+}
+
+// Queue is the memory queue: a Driver of mailqueue, its Source, and the
+// operations of an operator.
+type Queue struct {
+	*polling.Driver
+	src *Source
+}
+
+// New returns an empty memory queue.
+func New(opts Options) *Queue {
+	src := NewSource(opts)
+	d := polling.New(src, polling.Options{
+		PollInterval: opts.PollInterval, LeaseDuration: opts.LeaseDuration, CloseTimeout: opts.CloseTimeout,
+		Clock: src.clock, Logger: opts.Logger,
+	})
+	return &Queue{Driver: d, src: src}
+}
+
+// Source returns the queue's Source.
+func (q *Queue) Source() *Source { return q.src }
+
+// List returns every job the queue holds, in the order they were enqueued.
+func (q *Queue) List() []Job { return q.src.List() }
+
+// Get returns the job of the id.
+func (q *Queue) Get(id string) (Job, bool) { return q.src.Get(id) }
+
+// Stats counts the jobs by state.
+func (q *Queue) Stats() Stats { return q.src.Stats() }
+
+// Failed returns the jobs failed for good (failed and delivery_unknown).
+func (q *Queue) Failed() []Job { return q.src.Failed() }
+
+// RetryFailed queues a failed job again, with its attempts reset. It returns
+// an error when the job is not failed or its message was dropped.
+func (q *Queue) RetryFailed(id string) error {
+	if err := q.src.RetryFailed(id); err != nil {
+		return err
+	}
+	q.Wake()
+	return nil
+}
+
+// Drain waits until no job is due or running (jobs scheduled later do not
+// count), or until ctx is done.
+func (q *Queue) Drain(ctx context.Context) error { return q.src.Drain(ctx) }
+
+// Source is a mailqueue.Source in memory. It is safe for concurrent use.
+type Source struct {
+	opts  Options
+	clock clock.Clock
+
+	mu        sync.Mutex
+	jobs      map[string]*record
+	ready     [3]recordHeap // by priority: high, normal, low
+	scheduled recordHeap    // by runAt
+	leased    map[string]*record
+	finished  []*record // in the order they finished, for RetainFinished
+	seq       uint64
+	active    int // queued or running
+	changed   chan struct{}
+}
+
+type record struct {
+	Job
+	seq   uint64 // the order it became due in
+	token string
+	until time.Time
+	index int // in its heap
+	where int // 0 none, 1 ready, 2 scheduled
+	order uint64
+}
+
+// NewSource returns an empty Source.
+func NewSource(opts Options) *Source {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real()
+	}
+	if opts.DedupeWindow <= 0 {
+		opts.DedupeWindow = DefaultDedupeWindow
+	}
+	if opts.RetainFailed <= 0 {
+		opts.RetainFailed = DefaultRetainFailed
+	}
+	if opts.RetainData == "" {
+		opts.RetainData = RetainFailedData
+	}
+	if opts.MaxJobs <= 0 {
+		opts.MaxJobs = DefaultMaxJobs
+	}
+	if opts.RetainFinished <= 0 {
+		opts.RetainFinished = DefaultRetainFinished
+	}
+	if opts.LeaseDuration <= 0 {
+		opts.LeaseDuration = polling.DefaultLeaseDuration
+	}
+	s := &Source{opts: opts, clock: opts.Clock, jobs: map[string]*record{}, leased: map[string]*record{}, changed: make(chan struct{})}
+	for i := range s.ready {
+		s.ready[i].byRunAt = false
+	}
+	s.scheduled.byRunAt = true
+	return s
+}
+
+func priorityIndex(p jobv1.Priority) int {
+	switch p {
+	case jobv1.PriorityHigh:
+		return 0
+	case jobv1.PriorityLow:
+		return 2
+	}
+	return 1
+}
+
+// Enqueue stores jobs; see mailqueue.Source.
+func (s *Source) Enqueue(ctx context.Context, jobs []mailqueue.NewJob) ([]mailqueue.EnqueueResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	s.purge(now)
+	fresh := 0
+	seen := map[string]bool{}
+	for _, j := range jobs {
+		if _, ok := s.jobs[j.ID]; !ok && !seen[j.ID] {
+			fresh++
+			seen[j.ID] = true
+		}
+	}
+	if s.active+fresh > s.opts.MaxJobs {
+		return nil, fmt.Errorf("%w (%d): %d more refused", ErrFull, s.opts.MaxJobs, fresh)
+	}
+	res := make([]mailqueue.EnqueueResult, len(jobs))
+	for i, j := range jobs {
+		res[i].ID = j.ID
+		if r, ok := s.jobs[j.ID]; ok {
+			res[i].Duplicate = r.Hash == j.Hash
+			res[i].Conflict = r.Hash != j.Hash
+			continue
+		}
+		s.seq++
+		r := &record{Job: Job{
+			ID: j.ID, Hash: j.Hash, State: StateQueued, Priority: j.Priority, TenantID: j.TenantID,
+			MaxAttempts: j.MaxAttempts, RunAt: j.RunAt, EnqueuedAt: j.EnqueuedAt, Data: append([]byte(nil), j.Data...),
+		}, order: s.seq}
+		if r.Priority == "" {
+			r.Priority = jobv1.PriorityNormal
+		}
+		s.jobs[j.ID] = r
+		s.active++
+		s.queue(r, now)
+	}
+	s.notify()
+	return res, nil
+}
+
+// queue puts a queued record in the ready heaps or the scheduled heap.
+func (s *Source) queue(r *record, now time.Time) {
+	s.seq++
+	r.seq = s.seq
+	if r.RunAt.After(now) {
+		r.where = 2
+		heap.Push(&s.scheduled, r)
+		return
+	}
+	r.where = 1
+	heap.Push(&s.ready[priorityIndex(r.Priority)], r)
+}
+
+// Reserve leases due jobs; see mailqueue.Source.
+func (s *Source) Reserve(ctx context.Context, p mailqueue.ReserveParams) ([]*mailqueue.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if p.Limit < 1 {
+		p.Limit = 1
+	}
+	if p.LeaseDuration <= 0 {
+		p.LeaseDuration = s.opts.LeaseDuration
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	s.purge(now)
+	s.reclaim(now)
+	for s.scheduled.Len() > 0 && !s.scheduled.items[0].RunAt.After(now) {
+		r := heap.Pop(&s.scheduled).(*record)
+		r.where = 1
+		heap.Push(&s.ready[priorityIndex(r.Priority)], r)
+	}
+	var out []*mailqueue.Lease
+	for pi := range s.ready {
+		for len(out) < p.Limit && s.ready[pi].Len() > 0 {
+			r := heap.Pop(&s.ready[pi]).(*record)
+			r.where = 0
+			r.State = StateRunning
+			r.token = newToken()
+			r.until = now.Add(p.LeaseDuration)
+			s.leased[r.ID] = r
+			out = append(out, &mailqueue.Lease{
+				ID: r.ID, Token: r.token, Data: append([]byte(nil), r.Data...), Attempt: r.Attempts + 1,
+				MaxAttempts: r.MaxAttempts, Redeliveries: r.Redeliveries, Priority: r.Priority,
+				TenantID: r.TenantID, EnqueuedAt: r.EnqueuedAt, Until: r.until,
+			})
+		}
+	}
+	if len(out) > 0 {
+		s.notify()
+	}
+	return out, nil
+}
+
+// reclaim queues again the jobs whose lease ran out, counting a redelivery.
+func (s *Source) reclaim(now time.Time) {
+	for id, r := range s.leased {
+		if r.until.After(now) {
+			continue
+		}
+		delete(s.leased, id)
+		r.token = ""
+		r.State = StateQueued
+		r.Redeliveries++
+		r.RunAt = r.until
+		s.queue(r, now)
+	}
+}
+
+// lease returns the running record of the id whose lease token is token and
+// has not run out, or nil: the fence of every settle.
+func (s *Source) lease(id, token string, now time.Time) *record {
+	r, ok := s.leased[id]
+	if !ok || token == "" || r.token != token || !r.until.After(now) {
+		return nil
+	}
+	return r
+}
+
+// Extend extends a lease; see mailqueue.Source.
+func (s *Source) Extend(ctx context.Context, p mailqueue.ExtendParams) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	r := s.lease(p.ID, p.Token, now)
+	if r == nil {
+		return false, nil
+	}
+	d := p.Duration
+	if d <= 0 {
+		d = s.opts.LeaseDuration
+	}
+	r.until = now.Add(d)
+	return true, nil
+}
+
+// Ack settles a run as accepted; see mailqueue.Source.
+func (s *Source) Ack(ctx context.Context, p mailqueue.AckParams) (bool, error) {
+	return s.settle(ctx, p.ID, p.Token, func(r *record, now time.Time) {
+		r.Attempts++
+		s.finish(r, StateAccepted, "", "", now)
+	})
+}
+
+// Retry spends an attempt and queues the job again; see mailqueue.Source.
+func (s *Source) Retry(ctx context.Context, p mailqueue.RetryParams) (bool, error) {
+	return s.settle(ctx, p.ID, p.Token, func(r *record, now time.Time) {
+		r.Attempts++
+		r.Code, r.Reason = p.Code, p.Reason
+		s.requeue(r, now, p.Delay)
+	})
+}
+
+// Fail settles the job for good; see mailqueue.Source.
+func (s *Source) Fail(ctx context.Context, p mailqueue.FailParams) (bool, error) {
+	return s.settle(ctx, p.ID, p.Token, func(r *record, now time.Time) {
+		r.Attempts++
+		st := StateFailed
+		if p.State == codes.StateDeliveryUnknown {
+			st = StateDeliveryUnknown
+		}
+		s.finish(r, st, p.Code, p.Reason, now)
+	})
+}
+
+// Release gives the job back unspent; see mailqueue.Source.
+func (s *Source) Release(ctx context.Context, p mailqueue.ReleaseParams) (bool, error) {
+	return s.settle(ctx, p.ID, p.Token, func(r *record, now time.Time) {
+		r.Code, r.Reason = p.Code, p.Reason
+		s.requeue(r, now, p.Delay)
+	})
+}
+
+func (s *Source) settle(ctx context.Context, id, token string, f func(*record, time.Time)) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	r := s.lease(id, token, now)
+	if r == nil {
+		return false, nil
+	}
+	delete(s.leased, id)
+	r.token = ""
+	f(r, now)
+	s.notify()
+	return true, nil
+}
+
+func (s *Source) requeue(r *record, now time.Time, delay time.Duration) {
+	r.State = StateQueued
+	if delay < 0 {
+		delay = 0
+	}
+	r.RunAt = now.Add(delay)
+	s.queue(r, now)
+}
+
+// finish settles a record for good and applies RetainData and
+// RetainFinished.
+func (s *Source) finish(r *record, st State, code codes.Code, reason string, now time.Time) {
+	r.State, r.Code, r.Reason, r.FinishedAt = st, code, reason, now
+	s.active--
+	keep := s.opts.RetainData == RetainAllData || s.opts.RetainData == RetainFailedData && st != StateAccepted
+	if !keep {
+		r.Data = nil
+	}
+	s.finished = append(s.finished, r)
+	for n := len(s.finished); n > s.opts.RetainFinished; n-- {
+		s.finished[0].Data = nil
+		s.finished = s.finished[1:]
+	}
+}
+
+// purge forgets the finished jobs whose retention ended.
+func (s *Source) purge(now time.Time) {
+	for id, r := range s.jobs {
+		if !r.finishedState() {
+			continue
+		}
+		keep := s.opts.DedupeWindow
+		if r.State != StateAccepted {
+			keep = s.opts.RetainFailed
+		}
+		if now.Sub(r.FinishedAt) >= keep {
+			delete(s.jobs, id)
+		}
+	}
+}
+
+func (r *record) finishedState() bool {
+	return r.State == StateAccepted || r.State == StateFailed || r.State == StateDeliveryUnknown
+}
+
+// List returns every job held, in the order they were enqueued.
+func (s *Source) List() []Job {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rs := make([]*record, 0, len(s.jobs))
+	for _, r := range s.jobs {
+		rs = append(rs, r)
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i].order < rs[j].order })
+	out := make([]Job, len(rs))
+	for i, r := range rs {
+		out[i] = r.snapshot()
+	}
+	return out
+}
+
+func (r *record) snapshot() Job {
+	j := r.Job
+	j.Data = append([]byte(nil), r.Data...)
+	if r.Data == nil {
+		j.Data = nil
+	}
+	return j
+}
+
+// Get returns the job of the id.
+func (s *Source) Get(id string) (Job, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.jobs[id]
+	if !ok {
+		return Job{}, false
+	}
+	return r.snapshot(), true
+}
+
+// Stats counts the jobs by state.
+func (s *Source) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	var st Stats
+	for _, r := range s.jobs {
+		switch r.State {
+		case StateQueued:
+			st.Queued++
+			if !r.RunAt.After(now) {
+				st.Due++
+			}
+		case StateRunning:
+			st.Running++
+		case StateAccepted:
+			st.Accepted++
+		case StateFailed:
+			st.Failed++
+		case StateDeliveryUnknown:
+			st.DeliveryUnknown++
+		}
+	}
+	return st
+}
+
+// Failed returns the jobs failed for good, in the order they were enqueued.
+func (s *Source) Failed() []Job {
+	var out []Job
+	for _, j := range s.List() {
+		if j.State == StateFailed || j.State == StateDeliveryUnknown {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// RetryFailed queues a failed job again with its attempts and redeliveries
+// reset.
+func (s *Source) RetryFailed(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.jobs[id]
+	switch {
+	case !ok:
+		return fmt.Errorf("memory: no job %s", id)
+	case r.State != StateFailed && r.State != StateDeliveryUnknown:
+		return fmt.Errorf("memory: job %s is %s, not failed", id, r.State)
+	case r.Data == nil:
+		return fmt.Errorf("memory: job %s kept no message to retry (RetainData)", id)
+	}
+	if s.active >= s.opts.MaxJobs {
+		return ErrFull
+	}
+	for i, f := range s.finished {
+		if f == r {
+			s.finished = append(s.finished[:i], s.finished[i+1:]...)
+			break
+		}
+	}
+	now := s.clock.Now()
+	r.Attempts, r.Redeliveries, r.FinishedAt = 0, 0, time.Time{}
+	r.State = StateQueued
+	r.RunAt = now
+	s.active++
+	s.queue(r, now)
+	s.notify()
+	return nil
+}
+
+// Drain waits until no job is due or running, or until ctx is done.
+func (s *Source) Drain(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		now := s.clock.Now()
+		busy := len(s.leased) > 0
+		for i := range s.ready {
+			busy = busy || s.ready[i].Len() > 0
+		}
+		busy = busy || s.scheduled.Len() > 0 && !s.scheduled.items[0].RunAt.After(now)
+		ch := s.changed
+		s.mu.Unlock()
+		if !busy {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (s *Source) notify() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// recordHeap orders records by (RunAt) for the scheduled heap, or by the
+// order they became due for a ready heap.
+type recordHeap struct {
+	items   []*record
+	byRunAt bool
+}
+
+func (h recordHeap) Len() int { return len(h.items) }
+func (h recordHeap) Less(i, j int) bool {
+	a, b := h.items[i], h.items[j]
+	if !a.RunAt.Equal(b.RunAt) {
+		return a.RunAt.Before(b.RunAt)
+	}
+	return a.seq < b.seq
+}
+func (h recordHeap) Swap(i, j int) {
+	h.items[i], h.items[j] = h.items[j], h.items[i]
+	h.items[i].index, h.items[j].index = i, j
+}
+func (h *recordHeap) Push(x any) {
+	r := x.(*record)
+	r.index = len(h.items)
+	h.items = append(h.items, r)
+}
+func (h *recordHeap) Pop() any {
+	n := len(h.items)
+	r := h.items[n-1]
+	h.items[n-1] = nil
+	h.items = h.items[:n-1]
+	return r
+}

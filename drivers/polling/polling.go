@@ -1,0 +1,349 @@
+// Package polling is the polling driver: it turns any mailqueue.Source (a
+// store that lends its jobs under leases) into a mailqueue.Driver
+// (spec/queue.md, "The memory queue and the polling driver").
+//
+// A run holds the lease of its job and extends it every third of
+// LeaseDuration. When the store does not answer the extensions, the run's
+// context is cancelled (cause mailqueue.ErrLeaseLost) while a third of the
+// lease is still left, so that another worker that takes the job does not
+// send it beside this one. Settles are fenced by the lease token: a settle
+// the store refuses is logged as queue.settle_fenced.
+package polling
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/alexify/mailer/clock"
+	"github.com/alexify/mailer/gen/codes"
+	"github.com/alexify/mailer/mailqueue"
+)
+
+// The defaults of the spec's Defaults table.
+const (
+	DefaultPollInterval  = time.Second
+	DefaultLeaseDuration = time.Minute
+	DefaultCloseTimeout  = 30 * time.Second
+	// settleTimeout bounds one call to the store that settles a run.
+	settleTimeout = 10 * time.Second
+	// invalidOutcomeDelay is how long a job whose handler gave no outcome,
+	// or panicked, waits before it is due again.
+	invalidOutcomeDelay = mailqueue.BackoffBase
+)
+
+// Options configure a Driver. A zero field takes the default.
+type Options struct {
+	// PollInterval is how long an idle worker waits between reserves when
+	// it is not woken (1 second).
+	PollInterval time.Duration
+	// LeaseDuration is the length of a lease, extended every third of it
+	// (1 minute).
+	LeaseDuration time.Duration
+	// CloseTimeout is how long Close waits for the runs in flight when its
+	// ctx has no deadline (30 seconds).
+	CloseTimeout time.Duration
+	// Clock is the time source of the timers; the wall clock when nil.
+	Clock clock.Clock
+	// Logger hears what the driver does; slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+// Driver runs a handler on the jobs of a Source.
+type Driver struct {
+	src  mailqueue.Source
+	opts Options
+	log  *slog.Logger
+
+	mu    sync.Mutex
+	wakes []chan struct{}
+}
+
+// New returns a Driver over src.
+func New(src mailqueue.Source, opts Options) *Driver {
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultPollInterval
+	}
+	if opts.LeaseDuration <= 0 {
+		opts.LeaseDuration = DefaultLeaseDuration
+	}
+	if opts.CloseTimeout <= 0 {
+		opts.CloseTimeout = DefaultCloseTimeout
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Driver{src: src, opts: opts, log: opts.Logger}
+}
+
+// Source returns the source the driver runs.
+func (d *Driver) Source() mailqueue.Source { return d.src }
+
+// Enqueue stores jobs in the source and wakes the idle runners of this
+// driver.
+func (d *Driver) Enqueue(ctx context.Context, jobs []mailqueue.NewJob) ([]mailqueue.EnqueueResult, error) {
+	res, err := d.src.Enqueue(ctx, jobs)
+	if err == nil {
+		d.Wake()
+	}
+	return res, err
+}
+
+// Wake makes the idle runners of this driver reserve at once instead of at
+// their next poll.
+func (d *Driver) Wake() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.wakes {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Work starts a runner of h. It returns at once.
+func (d *Driver) Work(h mailqueue.Handler, opts mailqueue.WorkOptions) (mailqueue.Runner, error) {
+	if h == nil {
+		return nil, errors.New("polling: nil handler")
+	}
+	n := opts.Concurrency
+	if n <= 0 {
+		n = 1
+	}
+	base, cancel := context.WithCancelCause(context.Background())
+	r := &runner{
+		d: d, h: h, slots: make(chan struct{}, n), wake: make(chan struct{}, 1),
+		closing: make(chan struct{}), done: make(chan struct{}), base: base, abort: cancel,
+	}
+	d.mu.Lock()
+	d.wakes = append(d.wakes, r.wake)
+	d.mu.Unlock()
+	go r.loop()
+	return r, nil
+}
+
+type runner struct {
+	d     *Driver
+	h     mailqueue.Handler
+	slots chan struct{}
+	wake  chan struct{}
+
+	closeOnce sync.Once
+	closing   chan struct{}
+	done      chan struct{} // closed when the loop has stopped reserving
+	runs      sync.WaitGroup
+	base      context.Context
+	abort     context.CancelCauseFunc
+}
+
+func (r *runner) loop() {
+	defer close(r.done)
+	for {
+		// Take a slot first: reserve only what can run now.
+		select {
+		case r.slots <- struct{}{}:
+		case <-r.closing:
+			return
+		}
+		free := 1
+	fill:
+		for free < cap(r.slots) {
+			select {
+			case r.slots <- struct{}{}:
+				free++
+			default:
+				break fill
+			}
+		}
+		leases, err := r.d.src.Reserve(r.base, mailqueue.ReserveParams{Limit: free, LeaseDuration: r.d.opts.LeaseDuration})
+		if err != nil {
+			r.d.log.Error(string(codes.QueueReserveFailed), "err", err)
+		}
+		for _, l := range leases {
+			free--
+			r.runs.Add(1)
+			go r.run(l)
+		}
+		for ; free > 0; free-- {
+			<-r.slots
+		}
+		if len(leases) > 0 && err == nil {
+			continue
+		}
+		t := r.d.opts.Clock.NewTimer(r.d.opts.PollInterval)
+		select {
+		case <-t.C():
+		case <-r.wake:
+			t.Stop()
+		case <-r.closing:
+			t.Stop()
+			return
+		}
+	}
+}
+
+// run runs the handler on one lease, keeps the lease and settles.
+func (r *runner) run(l *mailqueue.Lease) {
+	defer r.runs.Done()
+	defer func() { <-r.slots }()
+	ctx, cancel := context.WithCancelCause(r.base)
+	defer cancel(nil)
+	stop := make(chan struct{})
+	kept := make(chan struct{})
+	go func() {
+		defer close(kept)
+		r.keep(ctx, cancel, l, stop)
+	}()
+	out := r.handle(ctx, l)
+	close(stop)
+	<-kept
+	if errors.Is(context.Cause(ctx), mailqueue.ErrLeaseLost) {
+		r.d.log.Error(string(codes.QueueLeaseLost), "job_id", l.ID, "attempt", l.Attempt, "dropped", out.Action.String())
+		return
+	}
+	r.settle(l, out)
+}
+
+// handle calls the handler, recovering a panic.
+func (r *runner) handle(ctx context.Context, l *mailqueue.Lease) (out mailqueue.Outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.d.log.Error(string(codes.QueueHandlerThrew), "job_id", l.ID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			r.d.log.Warn(string(codes.MailerQueueHandlerThrew), "job_id", l.ID)
+			out = mailqueue.Outcome{Action: mailqueue.Retry, Delay: invalidOutcomeDelay, Code: codes.QueueHandlerThrew, Reason: "the handler panicked"}
+		}
+	}()
+	out = r.h.Handle(ctx, l)
+	if out.Action == mailqueue.ActionNone {
+		r.d.log.Error(string(codes.QueueInvalidOutcome), "job_id", l.ID)
+		out = mailqueue.Outcome{Action: mailqueue.Retry, Delay: invalidOutcomeDelay, Code: codes.QueueInvalidOutcome, Reason: "the handler gave no outcome"}
+	}
+	return out
+}
+
+// keep extends the lease every third of its length until stop is closed.
+// When the store does not extend it, the run is cancelled with ErrLeaseLost
+// once no more than a third of the lease is left, or at once when the store
+// says the lease is not this run's any more.
+func (r *runner) keep(ctx context.Context, cancel context.CancelCauseFunc, l *mailqueue.Lease, stop <-chan struct{}) {
+	ld := r.d.opts.LeaseDuration
+	c := r.d.opts.Clock
+	until := l.Until
+	for {
+		t := c.NewTimer(ld / 3)
+		select {
+		case <-stop:
+			t.Stop()
+			return
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		ectx, ecancel := context.WithTimeout(context.WithoutCancel(ctx), ld/6)
+		ok, err := r.d.src.Extend(ectx, mailqueue.ExtendParams{ID: l.ID, Token: l.Token, Duration: ld})
+		ecancel()
+		switch {
+		case err == nil && ok:
+			until = c.Now().Add(ld)
+			continue
+		case err == nil && !ok:
+			r.d.log.Warn(string(codes.QueueLeaseExtendFailed), "job_id", l.ID, "reason", "the lease is not this run's any more")
+			cancel(mailqueue.ErrLeaseLost)
+			return
+		default:
+			r.d.log.Warn(string(codes.QueueLeaseExtendFailed), "job_id", l.ID, "err", err)
+			if until.Sub(c.Now()) <= ld/3 {
+				cancel(mailqueue.ErrLeaseLost)
+				return
+			}
+		}
+	}
+}
+
+// settle tells the store the outcome, fenced by the lease token.
+func (r *runner) settle(l *mailqueue.Lease, out mailqueue.Outcome) {
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	var ok bool
+	var err error
+	switch out.Action {
+	case mailqueue.Ack:
+		ok, err = r.d.src.Ack(ctx, mailqueue.AckParams{ID: l.ID, Token: l.Token})
+	case mailqueue.Retry:
+		ok, err = r.d.src.Retry(ctx, mailqueue.RetryParams{ID: l.ID, Token: l.Token, Delay: out.Delay, Code: out.Code, Reason: out.Reason})
+	case mailqueue.Fail:
+		ok, err = r.d.src.Fail(ctx, mailqueue.FailParams{ID: l.ID, Token: l.Token, State: out.State, Code: out.Code, Reason: out.Reason})
+	case mailqueue.Release:
+		ok, err = r.d.src.Release(ctx, mailqueue.ReleaseParams{ID: l.ID, Token: l.Token, Delay: out.Delay, Code: out.Code, Reason: out.Reason})
+	}
+	switch {
+	case err != nil:
+		r.d.log.Error(string(codes.QueueSettleFailed), "job_id", l.ID, "action", out.Action.String(), "err", err)
+	case !ok:
+		r.d.log.Warn(string(codes.QueueSettleFenced), "job_id", l.ID, "action", out.Action.String())
+	}
+}
+
+// Close stops reserving, waits for the runs in flight until ctx is done (or
+// CloseTimeout when ctx has no deadline), then aborts them (cause
+// mailqueue.ErrClosing) and waits as long again for them to settle. Runs
+// still going past that are logged (queue.close_abandoned) and left.
+func (r *runner) Close(ctx context.Context) error {
+	r.closeOnce.Do(func() { close(r.closing) })
+	<-r.done
+	r.d.mu.Lock()
+	for i, c := range r.d.wakes {
+		if c == r.wake {
+			r.d.wakes = append(r.d.wakes[:i], r.d.wakes[i+1:]...)
+			break
+		}
+	}
+	r.d.mu.Unlock()
+	finished := make(chan struct{})
+	go func() {
+		r.runs.Wait()
+		close(finished)
+	}()
+	timeout := r.d.opts.CloseTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		// The caller's deadline is on the wall clock: wait for ctx itself.
+		timeout = time.Until(dl)
+		select {
+		case <-finished:
+			return nil
+		case <-ctx.Done():
+		}
+	} else {
+		t := r.d.opts.Clock.NewTimer(timeout)
+		select {
+		case <-finished:
+			t.Stop()
+			return nil
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+	r.abort(mailqueue.ErrClosing)
+	if timeout < time.Second {
+		timeout = time.Second
+	}
+	t2 := r.d.opts.Clock.NewTimer(timeout)
+	defer t2.Stop()
+	select {
+	case <-finished:
+		return nil
+	case <-t2.C():
+		r.d.log.Error(string(codes.QueueCloseAbandoned), "timeout", timeout)
+		return errors.New("polling: runs still going past twice the timeout of Close")
+	}
+}

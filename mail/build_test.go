@@ -1,0 +1,306 @@
+package mail_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"mime"
+	"mime/multipart"
+	netmail "net/mail"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alexify/mailer/mail"
+	"github.com/google/go-cmp/cmp"
+)
+
+// pngBytes is a 1×1 transparent PNG.
+var pngBytes = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N\x00\x00\x00\x00IEND\xaeB`\x82")
+
+func fullMessage() *mail.Message {
+	return &mail.Message{
+		MessageID: "<0b9c6f1e-5a43-5d7e-9c1a-3f2e8b7d6c5a@mailer.example.com>",
+		Date:      time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC),
+		From:      "Zoë Ångström <no-reply@example.com>",
+		To:        []string{"Ada Lovelace <ada@example.com>"},
+		Cc:        []string{"grace@example.com"},
+		Bcc:       []string{"audit@example.com"},
+		ReplyTo:   []string{"Support <support@example.com>"},
+		Subject:   "Grüße – your reset link ✓",
+		Text:      "Hello Ada,\nreset your password: https://example.com/r/abc\n",
+		HTML:      `<p>Hello Ada,</p><p><img src="cid:logo@mailer.example.com" alt="logo"></p>`,
+		Headers:   map[string]string{"X-Mailer-Job": "job-1", "List-Unsubscribe": "<https://example.com/u>", "Auto-Submitted": "auto-generated"},
+		Attachments: []mail.Attachment{
+			{Filename: "logo.png", ContentType: "image/png", ContentID: "logo@mailer.example.com", Inline: true, Data: pngBytes},
+			{Filename: "invoice.pdf", ContentType: "application/pdf", Data: []byte("%PDF-1.4 fake\n")},
+		},
+	}
+}
+
+func TestBytesDeterministic(t *testing.T) {
+	for name, msg := range map[string]*mail.Message{
+		"nested":      fullMessage(),
+		"text only":   {MessageID: "<a@b>", Date: time.Unix(1_700_000_000, 0), From: "a@example.com", To: []string{"b@example.com"}, Text: "hi"},
+		"alternative": {MessageID: "<a@b>", Date: time.Unix(1_700_000_000, 0), From: "a@example.com", To: []string{"b@example.com"}, Text: "hi", HTML: "<b>hi</b>"},
+		"one attachment": {MessageID: "<a@b>", Date: time.Unix(1_700_000_000, 0), From: "a@example.com", To: []string{"b@example.com"}, Text: "hi",
+			Attachments: []mail.Attachment{{Filename: "a.txt", Data: []byte("x")}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			local := time.Local
+			t.Cleanup(func() { time.Local = local })
+
+			// A Date in the process's zone: changing the zone between builds
+			// must not change the bytes.
+			time.Local = time.FixedZone("UTC+5", 5*3600)
+			msg.Date = msg.Date.Local()
+			first, err := msg.Bytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Local = time.FixedZone("UTC-8", -8*3600)
+			msg.Date = msg.Date.Local()
+			second, err := msg.Bytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(first), string(second)); diff != "" {
+				t.Fatalf("two builds differ (-first +second):\n%s", diff)
+			}
+			var viaWriteTo bytes.Buffer
+			if _, err := msg.WriteTo(&viaWriteTo); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(first), viaWriteTo.String()); diff != "" {
+				t.Fatalf("WriteTo differs from Bytes (-Bytes +WriteTo):\n%s", diff)
+			}
+			// A fresh copy (another attempt, another process) too.
+			third, err := msg.Clone().Bytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(first), string(third)); diff != "" {
+				t.Fatalf("clone builds differently:\n%s", diff)
+			}
+			if !bytes.Contains(first, []byte("Date: Tue, 14 Nov 2023 22:13:20 +0000")) && name != "nested" {
+				t.Errorf("Date not in UTC:\n%s", first)
+			}
+		})
+	}
+}
+
+func TestBoundariesDeriveFromMessageID(t *testing.T) {
+	a := fullMessage()
+	b := fullMessage()
+	b.MessageID = "<other@mailer.example.com>"
+	ab, err := a.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bb, err := b.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ba, bbs := boundaries(t, ab), boundaries(t, bb)
+	if len(ba) != 3 {
+		t.Fatalf("want 3 multipart levels (mixed, related, alternative), got %q", ba)
+	}
+	for i := range ba {
+		if ba[i] == bbs[i] {
+			t.Errorf("level %d: same boundary for two Message-IDs", i)
+		}
+		for j := range ba {
+			if i != j && ba[i] == ba[j] {
+				t.Errorf("levels %d and %d share a boundary", i, j)
+			}
+		}
+	}
+}
+
+// boundaries returns the boundaries of the multipart levels, outermost first.
+func boundaries(t *testing.T, raw []byte) []string {
+	t.Helper()
+	m, err := netmail.ReadMessage(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	var walk func(ct string, r io.Reader)
+	walk = func(ct string, r io.Reader) {
+		mt, params, err := mime.ParseMediaType(ct)
+		if err != nil || !strings.HasPrefix(mt, "multipart/") {
+			return
+		}
+		out = append(out, params["boundary"])
+		mr := multipart.NewReader(r, params["boundary"])
+		for {
+			p, err := mr.NextRawPart()
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			walk(p.Header.Get("Content-Type"), p)
+		}
+	}
+	walk(m.Header.Get("Content-Type"), m.Body)
+	return out
+}
+
+func TestBytesHeaders(t *testing.T) {
+	raw, err := fullMessage().Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := netmail.ReadMessage(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := m.Header
+	dec := new(mime.WordDecoder)
+	subject, err := dec.DecodeHeader(h.Get("Subject"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, err := h.AddressList("From")
+	if err != nil {
+		t.Fatal(err)
+	}
+	date, err := h.Date()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]any{
+		"Message-ID":   h.Get("Message-ID"),
+		"Subject":      subject,
+		"From":         from[0].Name + " | " + from[0].Address,
+		"Date":         date.UTC(),
+		"Bcc":          h.Get("Bcc"),
+		"X-Mailer-Job": h.Get("X-Mailer-Job"),
+		"User-Agent":   h.Get("User-Agent") + h.Get("X-Mailer"),
+		"MIME-Version": h.Get("MIME-Version"),
+	}
+	want := map[string]any{
+		"Message-ID":   "<0b9c6f1e-5a43-5d7e-9c1a-3f2e8b7d6c5a@mailer.example.com>",
+		"Subject":      "Grüße – your reset link ✓",
+		"From":         "Zoë Ångström | no-reply@example.com",
+		"Date":         time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC),
+		"Bcc":          "",
+		"X-Mailer-Job": "job-1",
+		"User-Agent":   "",
+		"MIME-Version": "1.0",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("headers (-want +got):\n%s", diff)
+	}
+	if strings.Contains(string(raw), "audit@example.com") {
+		t.Error("the Bcc address is in the message")
+	}
+	// The raw Subject and From are RFC 2047-encoded, 7-bit.
+	head := "\r\n" + string(raw[:bytes.Index(raw, []byte("\r\n\r\n"))])
+	for _, r := range head {
+		if r > 127 {
+			t.Fatalf("non-ASCII in the header:\n%s", head)
+		}
+	}
+	// The extra headers come in name order among the others.
+	iAuto, iList, iX := strings.Index(head, "\r\nAuto-Submitted:"), strings.Index(head, "\r\nList-Unsubscribe:"), strings.Index(head, "\r\nX-Mailer-Job:")
+	if iAuto < 0 || iList < 0 || iX < 0 || iAuto >= iList || iList >= iX {
+		t.Errorf("extra headers not in name order:\n%s", head)
+	}
+}
+
+func TestBuildInvalid(t *testing.T) {
+	for name, edit := range map[string]func(m *mail.Message){
+		"no message id":          func(m *mail.Message) { m.MessageID = "" },
+		"message id no brackets": func(m *mail.Message) { m.MessageID = "abc@example.com" },
+		"message id no at":       func(m *mail.Message) { m.MessageID = "<abc>" },
+		"message id space":       func(m *mail.Message) { m.MessageID = "<a b@example.com>" },
+		"no date":                func(m *mail.Message) { m.Date = time.Time{} },
+		"no from":                func(m *mail.Message) { m.From = "" },
+		"bad from":               func(m *mail.Message) { m.From = "not an address" },
+		"two froms":              func(m *mail.Message) { m.From = "a@example.com, b@example.com" },
+		"bad to":                 func(m *mail.Message) { m.To = []string{"ada@"} },
+		"bad cc":                 func(m *mail.Message) { m.Cc = []string{"<grace"} },
+		"bad bcc":                func(m *mail.Message) { m.Bcc = []string{"x"} },
+		"bad reply-to":           func(m *mail.Message) { m.ReplyTo = []string{"@example.com"} },
+		"no recipient":           func(m *mail.Message) { m.To, m.Cc, m.Bcc = nil, nil, nil },
+		"no body":                func(m *mail.Message) { m.Text, m.HTML = "", "" },
+		"subject injection":      func(m *mail.Message) { m.Subject = "hi\r\nBcc: victim@example.com" },
+		"header injection":       func(m *mail.Message) { m.Headers = map[string]string{"X-A": "1\r\nBcc: v@example.com"} },
+		"reserved header":        func(m *mail.Message) { m.Headers = map[string]string{"subject": "x"} },
+		"bad header name":        func(m *mail.Message) { m.Headers = map[string]string{"X A": "x"} },
+		"inline without cid":     func(m *mail.Message) { m.Attachments[0].ContentID = "" },
+		"cid with brackets":      func(m *mail.Message) { m.Attachments[0].ContentID = "<logo@x>" },
+		"attachment no name":     func(m *mail.Message) { m.Attachments[1].Filename = "" },
+		"bad content type":       func(m *mail.Message) { m.Attachments[1].ContentType = "not a type" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := fullMessage()
+			edit(m)
+			_, err := mail.Build(m)
+			if !errors.Is(err, mail.ErrInvalidMessage) {
+				t.Fatalf("Build: got %v, want ErrInvalidMessage", err)
+			}
+			if _, err := m.Bytes(); !errors.Is(err, mail.ErrInvalidMessage) {
+				t.Fatalf("Bytes: got %v, want ErrInvalidMessage", err)
+			}
+			if strings.Contains(err.Error(), "example.com") {
+				t.Errorf("error quotes an address: %v", err)
+			}
+		})
+	}
+	if _, err := mail.Build(nil); !errors.Is(err, mail.ErrInvalidMessage) {
+		t.Errorf("Build(nil): %v", err)
+	}
+}
+
+func TestEnvelope(t *testing.T) {
+	m := fullMessage()
+	m.To = append(m.To, "ADA@example.com", "Bob <bob@example.com>")
+	m.Bcc = append(m.Bcc, "bob@example.com")
+	from, rcpt, err := m.Envelope()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from != "no-reply@example.com" {
+		t.Errorf("from = %q", from)
+	}
+	want := []string{"ada@example.com", "bob@example.com", "grace@example.com", "audit@example.com"}
+	if diff := cmp.Diff(want, rcpt); diff != "" {
+		t.Errorf("rcpt (-want +got):\n%s", diff)
+	}
+	m.To, m.Cc, m.Bcc = nil, nil, nil
+	if _, _, err := m.Envelope(); !errors.Is(err, mail.ErrInvalidMessage) {
+		t.Errorf("no recipients: %v", err)
+	}
+}
+
+func TestClone(t *testing.T) {
+	m := fullMessage()
+	c := m.Clone()
+	if diff := cmp.Diff(m, c); diff != "" {
+		t.Fatalf("clone differs:\n%s", diff)
+	}
+	c.To[0] = "x@example.com"
+	c.Headers["X-Mailer-Job"] = "changed"
+	c.Attachments[0].Data[0] = 0
+	if m.To[0] == c.To[0] || m.Headers["X-Mailer-Job"] == "changed" || m.Attachments[0].Data[0] == 0 {
+		t.Error("clone shares memory with the original")
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"5.1.1 <ada@example.com>: Recipient address rejected": "5.1.1 <address>: Recipient address rejected",
+		"5.1.1 ada@example.com... User unknown":               "5.1.1 <address>... User unknown",
+		"to=ada@example.com, status=bounced":                  "<address>, status=bounced",
+		"mailbox \"bob@example.org\" full\nsee (x@y.z)":       "mailbox \"<address>\" full see (<address>)",
+		"OK: queued as 4F2B31C0A4":                            "OK: queued as 4F2B31C0A4",
+	} {
+		if got := mail.Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

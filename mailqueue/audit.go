@@ -1,0 +1,51 @@
+package mailqueue
+
+import (
+	"context"
+	"time"
+
+	"github.com/alexify/mailer/gen/codes"
+)
+
+// AuditState is a state the audit sink is told of (spec/queue.md, "The audit
+// and the log").
+type AuditState string
+
+// The states told to the audit sink, in the order a job goes through them.
+const (
+	// AuditQueued: enqueued, or queued again for a retry.
+	AuditQueued AuditState = "queued"
+	// AuditRendered: the message was rendered and built.
+	AuditRendered AuditState = "rendered"
+	// AuditSubmitted: told just before the send.
+	AuditSubmitted AuditState = "submitted"
+	// AuditAccepted: the transport accepted the message.
+	AuditAccepted AuditState = "accepted"
+	// AuditFailed: failed for good.
+	AuditFailed AuditState = "failed"
+	// AuditDeliveryUnknown: the message may have gone.
+	AuditDeliveryUnknown AuditState = "delivery_unknown"
+)
+
+// AuditEvent is one state of one job. It holds no address.
+type AuditEvent struct {
+	// JobID is the job's id.
+	JobID string
+	// State is the state the job is in.
+	State AuditState
+	// At is when, on the queue's clock.
+	At time.Time
+	// Attempt is the attempt's number (0 at the enqueue).
+	Attempt int
+	// Code and Reason tell why, for a failure or a retry.
+	Code   codes.Code
+	Reason string
+	// TenantID and CorrelationID are the job's, when it has them.
+	TenantID, CorrelationID string
+}
+
+// AuditSink hears every state of every job. A sink that fails is a warning
+// (MAILER_AUDIT_FAILED), unless the worker is strict (WorkerConfig.AuditStrict).
+type AuditSink interface {
+	Record(ctx context.Context, e AuditEvent) error
+}

@@ -1,0 +1,208 @@
+package mailqueue
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// canonicalJSON writes v, a JSON value as json.Decoder with UseNumber gives
+// it (map[string]any, []any, string, json.Number, float64, bool, nil), in the
+// JSON Canonicalization Scheme of RFC 8785: object members sorted by the
+// UTF-16 code units of their names, no whitespace, numbers as ECMAScript
+// writes them, strings with the fewest escapes. docs/wire.md states the rule
+// for producers in other languages.
+func canonicalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	if err := writeCanonical(&b, v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func writeCanonical(b *bytes.Buffer, v any) error {
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		if x {
+			b.WriteString("true")
+		} else {
+			b.WriteString("false")
+		}
+	case string:
+		writeCanonicalString(b, x)
+	case json.Number:
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err != nil {
+			return fmt.Errorf("canonical JSON: number %q: %w", x, err)
+		}
+		s, err := esNumber(f)
+		if err != nil {
+			return err
+		}
+		b.WriteString(s)
+	case float64:
+		s, err := esNumber(x)
+		if err != nil {
+			return err
+		}
+		b.WriteString(s)
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := writeCanonical(b, e); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, compareUTF16)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeCanonicalString(b, k)
+			b.WriteByte(':')
+			if err := writeCanonical(b, x[k]); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+	default:
+		return fmt.Errorf("canonical JSON: unexpected %T", v)
+	}
+	return nil
+}
+
+// compareUTF16 orders strings by their UTF-16 code units (RFC 8785 section
+// 3.2.3), which differs from byte order for characters above U+FFFF.
+func compareUTF16(a, b string) int {
+	return slices.Compare(utf16.Encode([]rune(a)), utf16.Encode([]rune(b)))
+}
+
+func writeCanonicalString(b *bytes.Buffer, s string) {
+	b.WriteByte('"')
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\b':
+			b.WriteString(`\b`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20:
+			fmt.Fprintf(b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	b.WriteByte('"')
+}
+
+// esNumber writes f as ECMAScript's Number.prototype.toString does
+// (ECMA-262 section 7.1.12.1), which RFC 8785 section 3.2.2.3 requires.
+func esNumber(f float64) (string, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return "", fmt.Errorf("canonical JSON: %v is not a JSON number", f)
+	}
+	if f == 0 {
+		return "0", nil
+	}
+	sign := ""
+	if f < 0 {
+		sign, f = "-", -f
+	}
+	// Shortest digits that round-trip, and the decimal exponent.
+	e := strconv.FormatFloat(f, 'e', -1, 64)
+	mant, expStr, _ := strings.Cut(e, "e")
+	digits := strings.Replace(mant, ".", "", 1)
+	exp, _ := strconv.Atoi(expStr)
+	k, n := len(digits), exp+1
+	var s string
+	switch {
+	case k <= n && n <= 21:
+		s = digits + strings.Repeat("0", n-k)
+	case 0 < n && n <= 21:
+		s = digits[:n] + "." + digits[n:]
+	case -6 < n && n <= 0:
+		s = "0." + strings.Repeat("0", -n) + digits
+	default:
+		s = digits[:1]
+		if k > 1 {
+			s += "." + digits[1:]
+		}
+		if n-1 >= 0 {
+			s += "e+" + strconv.Itoa(n-1)
+		} else {
+			s += "e-" + strconv.Itoa(-(n - 1))
+		}
+	}
+	return sign + s, nil
+}
+
+// notHashed are the fields of a clear job the hash leaves out: the envelope
+// (what the queue adds around the message) and the delivery parameters, so
+// that a producer that enqueues the same message again with a new expiresAt,
+// schedule, priority or correlation id is told a duplicate, not refused
+// (docs/wire.md, "The hash").
+var notHashed = []string{"hash", "kid", "mac", "enc", "enqueuedAt", "trace", "scheduledAt", "expiresAt", "correlationId", "priority", "maxAttempts"}
+
+// hashOf returns the hash of a clear job given as its decoded JSON object:
+// the lowercase hexadecimal SHA-256 of its canonical JSON (RFC 8785) without
+// the fields the hash leaves out (docs/wire.md).
+func hashOf(job map[string]any) (string, error) {
+	m := make(map[string]any, len(job))
+	for k, v := range job {
+		if !slices.Contains(notHashed, k) {
+			m[k] = v
+		}
+	}
+	c, err := canonicalJSON(m)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(c)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// decodeJSON decodes data into a generic JSON value, keeping numbers as
+// json.Number so that they are written back as they were read.
+func decodeJSON(data []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	if d.More() {
+		return nil, fmt.Errorf("trailing data after the JSON value")
+	}
+	return v, nil
+}

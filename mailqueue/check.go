@@ -1,0 +1,163 @@
+package mailqueue
+
+import (
+	"encoding"
+	"encoding/json"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+)
+
+// maxSafeInteger is the largest integer a JSON number keeps exactly in every
+// language (2^53 - 1, ECMAScript's Number.MAX_SAFE_INTEGER).
+const maxSafeInteger = 1<<53 - 1
+
+var (
+	jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+	rawMessageType    = reflect.TypeFor[json.RawMessage]()
+	numberType        = reflect.TypeFor[json.Number]()
+)
+
+// checkContext refuses a context that does not round-trip through JSON
+// unchanged (spec/queue.md, "What a job holds"): a value with a JSON
+// encoding of its own (time.Time, a type with MarshalJSON or MarshalText), a
+// NaN or an infinity, an integer beyond 2^53, a channel, a function, a
+// complex number, a map with keys that are not strings, or a cycle. It
+// returns one FieldError per bad value, with its path from "context".
+func checkContext(ctx map[string]any) []FieldError {
+	c := contextChecker{seen: map[uintptr]bool{}}
+	c.walk(reflect.ValueOf(ctx), "/context")
+	return c.errs
+}
+
+type contextChecker struct {
+	seen map[uintptr]bool
+	errs []FieldError
+}
+
+func (c *contextChecker) fail(pointer, reason string) {
+	c.errs = append(c.errs, FieldError{Pointer: pointer, Path: pathOf(pointer), Rule: "json", Reason: reason})
+}
+
+func (c *contextChecker) walk(v reflect.Value, ptr string) {
+	if !v.IsValid() {
+		return // nil
+	}
+	t := v.Type()
+	if t == rawMessageType {
+		if !json.Valid(v.Bytes()) {
+			c.fail(ptr, "is a json.RawMessage that is not valid JSON")
+		}
+		return
+	}
+	if t == numberType {
+		f, err := strconv.ParseFloat(v.String(), 64)
+		if err != nil || math.IsInf(f, 0) {
+			c.fail(ptr, "is a json.Number that is not a finite number")
+		}
+		return
+	}
+	if v.Kind() != reflect.Interface && v.Kind() != reflect.Pointer &&
+		(t.Implements(jsonMarshalerType) || t.Implements(textMarshalerType) ||
+			reflect.PointerTo(t).Implements(jsonMarshalerType) && v.CanAddr()) {
+		c.fail(ptr, "is a "+t.String()+", which has a JSON encoding of its own and would not come back as it was (pass a string, such as an RFC 3339 time)")
+		return
+	}
+	switch v.Kind() {
+	case reflect.Interface:
+		if !v.IsNil() {
+			c.walk(v.Elem(), ptr)
+		}
+	case reflect.Pointer:
+		if v.IsNil() {
+			return
+		}
+		if t.Implements(jsonMarshalerType) || t.Implements(textMarshalerType) {
+			c.fail(ptr, "is a "+t.String()+", which has a JSON encoding of its own and would not come back as it was (pass a string, such as an RFC 3339 time)")
+			return
+		}
+		if !c.enter(v.Pointer(), ptr) {
+			return
+		}
+		c.walk(v.Elem(), ptr)
+		delete(c.seen, v.Pointer())
+	case reflect.Bool, reflect.String:
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if n := v.Int(); n > maxSafeInteger || n < -maxSafeInteger {
+			c.fail(ptr, "is an integer beyond 2^53, which JSON numbers do not keep exactly (pass a string)")
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		if v.Uint() > maxSafeInteger {
+			c.fail(ptr, "is an integer beyond 2^53, which JSON numbers do not keep exactly (pass a string)")
+		}
+	case reflect.Float32, reflect.Float64:
+		if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
+			c.fail(ptr, "is NaN or an infinity, which JSON cannot hold")
+		}
+	case reflect.Slice:
+		if v.IsNil() {
+			return
+		}
+		if t.Elem().Kind() == reflect.Uint8 {
+			c.fail(ptr, "is a []byte, which JSON turns into a base64 string (pass a string)")
+			return
+		}
+		if !c.enter(v.Pointer(), ptr) {
+			return
+		}
+		for i := 0; i < v.Len(); i++ {
+			c.walk(v.Index(i), ptr+"/"+strconv.Itoa(i))
+		}
+		delete(c.seen, v.Pointer())
+	case reflect.Array:
+		for i := 0; i < v.Len(); i++ {
+			c.walk(v.Index(i), ptr+"/"+strconv.Itoa(i))
+		}
+	case reflect.Map:
+		if t.Key().Kind() != reflect.String {
+			c.fail(ptr, "is a map whose keys are not strings, which would not come back as it was")
+			return
+		}
+		if v.IsNil() {
+			return
+		}
+		if !c.enter(v.Pointer(), ptr) {
+			return
+		}
+		iter := v.MapRange()
+		for iter.Next() {
+			c.walk(iter.Value(), ptr+"/"+pointerEscape(iter.Key().String()))
+		}
+		delete(c.seen, v.Pointer())
+	case reflect.Struct:
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			c.walk(v.Field(i), ptr+"/"+pointerEscape(name))
+		}
+	default: // Chan, Func, Complex, UnsafePointer
+		c.fail(ptr, "is a "+v.Kind().String()+", which JSON cannot hold")
+	}
+}
+
+// enter marks a reference as being walked; a reference met again below
+// itself is a cycle.
+func (c *contextChecker) enter(p uintptr, ptr string) bool {
+	if c.seen[p] {
+		c.fail(ptr, "is a cycle: it holds itself")
+		return false
+	}
+	c.seen[p] = true
+	return true
+}

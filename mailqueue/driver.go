@@ -1,0 +1,90 @@
+package mailqueue
+
+import (
+	"context"
+	"time"
+
+	"github.com/alexify/mailer/gen/codes"
+)
+
+// Driver moves stored jobs and outcomes. It never renders, sends or
+// classifies: one Handler serves every driver (DESIGN.md, "The flow").
+type Driver interface {
+	// Enqueue stores jobs as Source.Enqueue does.
+	Enqueue(ctx context.Context, jobs []NewJob) ([]EnqueueResult, error)
+	// Work starts running h on the driver's jobs, up to opts.Concurrency at
+	// once, until the returned Runner is closed.
+	Work(h Handler, opts WorkOptions) (Runner, error)
+}
+
+// WorkOptions tell a driver how to run a handler.
+type WorkOptions struct {
+	// Concurrency is the most runs at once; 1 when zero.
+	Concurrency int
+}
+
+// Runner is a driver's running worker.
+type Runner interface {
+	// Close stops reserving jobs, waits for the runs in flight until ctx is
+	// done (a driver's default timeout applies when ctx has no deadline: 30
+	// seconds), then aborts them: a run not yet sent is given back unspent.
+	Close(ctx context.Context) error
+}
+
+// Handler runs one attempt of a job and says what to do with it.
+//
+// The run's ctx is cancelled when the driver aborts the run; its cause
+// (context.Cause) is ErrLeaseLost or ErrClosing.
+type Handler interface {
+	Handle(ctx context.Context, lease *Lease) Outcome
+}
+
+// HandlerFunc adapts a function to a Handler.
+type HandlerFunc func(ctx context.Context, lease *Lease) Outcome
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, lease *Lease) Outcome { return f(ctx, lease) }
+
+// Action is what an outcome does to its job.
+type Action int
+
+// The actions of an outcome.
+const (
+	// ActionNone is the zero value: no outcome (queue.invalid_outcome).
+	ActionNone Action = iota
+	// Ack: done, accepted.
+	Ack
+	// Retry: an attempt spent, due again after Delay.
+	Retry
+	// Fail: settled for good in State.
+	Fail
+	// Release: given back unspent, due again after Delay.
+	Release
+)
+
+// String returns the action's name.
+func (a Action) String() string {
+	switch a {
+	case Ack:
+		return "ack"
+	case Retry:
+		return "retry"
+	case Fail:
+		return "fail"
+	case Release:
+		return "release"
+	}
+	return "none"
+}
+
+// Outcome is what the handler decided for one run.
+type Outcome struct {
+	Action Action
+	// Delay is, for Retry and Release, how long the job waits.
+	Delay time.Duration
+	// State is, for Fail, codes.StateFailed or codes.StateDeliveryUnknown.
+	State codes.State
+	// Code and Reason tell why (not for Ack). Reason holds no address.
+	Code   codes.Code
+	Reason string
+}

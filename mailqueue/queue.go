@@ -1,0 +1,336 @@
+// Package mailqueue sends mail through a queue: a producer enqueues a message
+// as a job, and a worker renders it, sends it through a transport and
+// decides from the receipt what the queue does next (spec/queue.md).
+//
+//	producer  Queue.Enqueue ─▶ check ─▶ fix ids ─▶ hash ─▶ audit "queued" ─▶ Driver.Enqueue
+//	worker    Driver ─▶ Handler: open ─▶ render ─▶ build ─▶ Transport.Send ─▶ Outcome
+//
+// The store is a Driver: the memory queue (drivers/memory), or any Source run
+// by the polling driver (drivers/polling).
+package mailqueue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/alexify/mailer/clock"
+	"github.com/alexify/mailer/gen/codes"
+	"github.com/alexify/mailer/gen/jobv1"
+)
+
+// The defaults of the spec's Defaults table (spec/queue.md, "Defaults").
+const (
+	DefaultNamespace                = "mail"
+	DefaultMaxAttempts              = 5
+	DefaultMaxJobBytes              = 256 << 10
+	DefaultMaxInlineAttachmentBytes = 256 << 10
+)
+
+// Config configures a Queue. A zero field takes the spec's default.
+type Config struct {
+	// Driver stores the jobs. Required.
+	Driver Driver
+	// Namespace scopes the ids of the jobs; "mail" when empty. Producers and
+	// workers of one queue share it.
+	Namespace string
+	// MaxAttempts is the attempts of a job that sets none (5).
+	MaxAttempts int
+	// MaxJobBytes is the most bytes of a job's stored JSON (256 KiB).
+	MaxJobBytes int
+	// MaxInlineAttachmentBytes is the most bytes of a job's inline
+	// attachments, decoded, in all (256 KiB).
+	MaxInlineAttachmentBytes int
+	// IDSecret, when set (at least 32 bytes), derives job ids with an
+	// HMAC-SHA256 instead of a SHA-256, so an id cannot be found again by
+	// hashing the keys one can guess. The same on every producer; never
+	// rotated (spec/queue.md, "Once per key").
+	IDSecret []byte
+	// GenerateID draws the identifiers a job draws: its idempotency key when
+	// it gives none. A random UUID (version 4) by default.
+	GenerateID func() string
+	// DeriveID makes the identifiers a job derives from a seed (a SHA-256 in
+	// hexadecimal): its id, Message-ID and Content-IDs. It must give the same
+	// identifier for the same seed; New checks it. DeriveUUID by default.
+	DeriveID func(kind, seed string) string
+	// Audit hears "queued" at each enqueue; nil for none.
+	Audit AuditSink
+	// AuditStrict refuses an enqueue whose "queued" event the sink failed,
+	// before anything is stored.
+	AuditStrict bool
+	// Logger hears what the queue does; never an address. slog.Default()
+	// when nil.
+	Logger *slog.Logger
+	// Clock is the time source; the wall clock when nil.
+	Clock clock.Clock
+}
+
+// Queue enqueues mail jobs and makes workers for them.
+type Queue struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns a Queue. It returns an error when Driver is nil, IDSecret is
+// shorter than 32 bytes, a size is negative, or DeriveID does not give the
+// same id for the same seed.
+func New(cfg Config) (*Queue, error) {
+	if cfg.Driver == nil {
+		return nil, errors.New("mailqueue: Config.Driver is required")
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = DefaultNamespace
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.MaxJobBytes == 0 {
+		cfg.MaxJobBytes = DefaultMaxJobBytes
+	}
+	if cfg.MaxInlineAttachmentBytes == 0 {
+		cfg.MaxInlineAttachmentBytes = DefaultMaxInlineAttachmentBytes
+	}
+	if cfg.MaxAttempts < 1 || cfg.MaxAttempts > 100 || cfg.MaxJobBytes < 0 || cfg.MaxInlineAttachmentBytes < 0 {
+		return nil, errors.New("mailqueue: MaxAttempts must be 1 to 100 and the sizes positive")
+	}
+	if cfg.IDSecret != nil && len(cfg.IDSecret) < 32 {
+		return nil, errors.New("mailqueue: Config.IDSecret must be at least 32 bytes")
+	}
+	if cfg.GenerateID == nil {
+		cfg.GenerateID = uuid.NewString
+	}
+	if cfg.DeriveID == nil {
+		cfg.DeriveID = DeriveUUID
+	}
+	if err := checkDeriveID(cfg.DeriveID); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real()
+	}
+	return &Queue{cfg: cfg, log: cfg.Logger}, nil
+}
+
+// Result is what an enqueue did.
+type Result struct {
+	// ID is the job's id.
+	ID string
+	// MessageID is the Message-ID its message is sent with.
+	MessageID string
+	// Hash is the job's hash.
+	Hash string
+	// Duplicate is true when the same message was enqueued before under the
+	// same key: nothing new was stored.
+	Duplicate bool
+}
+
+// Enqueue checks job and stores it. Nothing is stored when the job is
+// refused.
+//
+// The job is checked before anything is stored: against schema/job.v1.json;
+// its context must round-trip through JSON; its stored JSON is at most
+// MaxJobBytes and its inline attachments at most MaxInlineAttachmentBytes.
+// A refusal is an *Error with code queue.invalid_job and the path of the bad
+// value. The same message enqueued again under the same key answers
+// Duplicate with the same id; another message under the key is refused with
+// queue.key_reused (spec/queue.md, "Once per key").
+//
+// Enqueue fills in, on a copy, what the job leaves out: v, the idempotency
+// key (drawn), the Message-ID and the Content-IDs (derived from the job's
+// id), maxAttempts, priority and enqueuedAt; times are stored in UTC to the
+// millisecond.
+func (q *Queue) Enqueue(ctx context.Context, job *jobv1.Job) (Result, error) {
+	rs, err := q.EnqueueMany(ctx, []*jobv1.Job{job})
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			e.Index = -1
+		}
+		return Result{}, err
+	}
+	return rs[0], nil
+}
+
+// EnqueueMany enqueues jobs in one call to the driver. Every job is checked
+// first: when one is refused, none is stored and the *Error's Index tells
+// which. A job refused for queue.key_reused is refused only once every other
+// job of the call is stored; the results of all are then returned with the
+// error.
+func (q *Queue) EnqueueMany(ctx context.Context, jobs []*jobv1.Job) ([]Result, error) {
+	prepared := make([]NewJob, len(jobs))
+	results := make([]Result, len(jobs))
+	for i, job := range jobs {
+		nj, r, err := q.prepare(job)
+		if err != nil {
+			err.Index = i
+			return nil, err
+		}
+		prepared[i], results[i] = nj, r
+	}
+	if q.cfg.Audit != nil {
+		for i := range prepared {
+			err := q.cfg.Audit.Record(ctx, AuditEvent{JobID: prepared[i].ID, State: AuditQueued, At: q.cfg.Clock.Now(), TenantID: prepared[i].TenantID})
+			if err != nil {
+				q.log.Warn(string(codes.QueueAuditFailed), "job_id", prepared[i].ID, "err", err)
+				if q.cfg.AuditStrict {
+					e := newError(codes.AuditFailed, "the audit sink failed; nothing was enqueued")
+					e.Err, e.Index = err, i
+					return nil, e
+				}
+			}
+		}
+	}
+	stored, err := q.cfg.Driver.Enqueue(ctx, prepared)
+	if err != nil {
+		return nil, fmt.Errorf("mailqueue: enqueue: %w", err)
+	}
+	if len(stored) != len(prepared) {
+		return nil, fmt.Errorf("mailqueue: enqueue: the driver answered %d results for %d jobs", len(stored), len(prepared))
+	}
+	var reused []string
+	for i, s := range stored {
+		switch {
+		case s.Conflict:
+			reused = append(reused, s.ID)
+		case s.Duplicate:
+			results[i].Duplicate = true
+			q.log.Debug(string(codes.QueueDuplicate), "job_id", s.ID)
+		default:
+			q.log.Debug(string(codes.QueueEnqueued), "job_id", s.ID, "priority", string(prepared[i].Priority))
+		}
+	}
+	if len(reused) > 0 {
+		e := newError(codes.QueueKeyReused, "the idempotency key was enqueued before for another message")
+		e.JobIDs = reused
+		return results, e
+	}
+	return results, nil
+}
+
+// prepare checks a job and makes what the driver stores.
+func (q *Queue) prepare(in *jobv1.Job) (NewJob, Result, *Error) {
+	if in == nil {
+		return NewJob{}, Result{}, newError(codes.QueueInvalidJob, "the job is nil")
+	}
+	job := *in // a shallow copy: the slices we change are copied below
+	if fe := checkContext(job.Context); len(fe) > 0 {
+		return NewJob{}, Result{}, fieldsError(codes.QueueInvalidJob, fe)
+	}
+	if job.V == 0 {
+		job.V = jobv1.Version
+	}
+	if job.MaxAttempts == 0 {
+		job.MaxAttempts = q.cfg.MaxAttempts
+	}
+	if job.Priority == "" {
+		job.Priority = jobv1.PriorityNormal
+	}
+	if job.IdempotencyKey == "" {
+		job.IdempotencyKey = q.cfg.GenerateID()
+	}
+	now := q.cfg.Clock.Now()
+	job.EnqueuedAt = utcMillis(now)
+	job.ScheduledAt = utcMillisPtr(job.ScheduledAt)
+	job.ExpiresAt = utcMillisPtr(job.ExpiresAt)
+	id := q.cfg.DeriveID(IDKindJob, q.jobIDSeed(job.TenantID, job.IdempotencyKey))
+	if job.MessageID == "" {
+		job.MessageID = q.messageID(id, job.From)
+	}
+	inline := 0
+	if len(job.Attachments) > 0 {
+		job.Attachments = append([]jobv1.Attachment(nil), job.Attachments...)
+		for i := range job.Attachments {
+			if job.Attachments[i].ContentID == "" {
+				job.Attachments[i].ContentID = q.contentID(id, job.From, i)
+			}
+			inline += len(job.Attachments[i].Content)
+		}
+	}
+	// Check the job as it will be stored, in its JSON form.
+	raw, err := json.Marshal(&job)
+	if err != nil {
+		e := newError(codes.QueueInvalidJob, "the job does not encode as JSON")
+		e.Err = err
+		return NewJob{}, Result{}, e
+	}
+	generic, err := decodeJSON(raw)
+	if err != nil {
+		e := newError(codes.QueueInvalidJob, "the job does not decode from its JSON")
+		e.Err = err
+		return NewJob{}, Result{}, e
+	}
+	if err := jobv1.ValidateValue(generic); err != nil {
+		return NewJob{}, Result{}, validationError(err)
+	}
+	if inline > q.cfg.MaxInlineAttachmentBytes {
+		return NewJob{}, Result{}, fieldsError(codes.QueueInvalidJob, []FieldError{{
+			Path: "attachments", Pointer: "/attachments", Rule: "maxInlineAttachmentBytes",
+			Reason: fmt.Sprintf("the inline attachments hold %d bytes, more than the %d allowed", inline, q.cfg.MaxInlineAttachmentBytes),
+		}})
+	}
+	obj := generic.(map[string]any)
+	hash, err := hashOf(obj)
+	if err != nil {
+		e := newError(codes.QueueInvalidJob, "the job has no canonical JSON")
+		e.Err = err
+		return NewJob{}, Result{}, e
+	}
+	obj["hash"] = hash
+	data, err := canonicalJSON(obj)
+	if err != nil {
+		e := newError(codes.QueueInvalidJob, "the job has no canonical JSON")
+		e.Err = err
+		return NewJob{}, Result{}, e
+	}
+	if len(data) > q.cfg.MaxJobBytes {
+		return NewJob{}, Result{}, fieldsError(codes.QueueInvalidJob, []FieldError{{
+			Rule: "maxJobBytes", Reason: fmt.Sprintf("the job is %d bytes, more than the %d allowed", len(data), q.cfg.MaxJobBytes),
+		}})
+	}
+	runAt := *job.EnqueuedAt
+	if job.ScheduledAt != nil && job.ScheduledAt.After(runAt) {
+		runAt = *job.ScheduledAt
+	}
+	nj := NewJob{
+		ID: id, Hash: hash, Data: data, Priority: job.Priority, TenantID: job.TenantID,
+		RunAt: runAt, MaxAttempts: job.MaxAttempts, EnqueuedAt: *job.EnqueuedAt,
+	}
+	return nj, Result{ID: id, MessageID: job.MessageID, Hash: hash}, nil
+}
+
+// validationError turns the validator's error into a queue.invalid_job.
+func validationError(err error) *Error {
+	var ve *jobv1.ValidationError
+	if !errors.As(err, &ve) {
+		e := newError(codes.QueueInvalidJob, "the job is not valid")
+		e.Err = err
+		return e
+	}
+	fields := make([]FieldError, len(ve.Errors))
+	for i, f := range ve.Errors {
+		fields[i] = FieldError{Path: f.Path, Pointer: f.Pointer, Rule: f.Rule, Reason: f.Message}
+	}
+	e := fieldsError(codes.QueueInvalidJob, fields)
+	e.Err = err
+	return e
+}
+
+func utcMillis(t time.Time) *time.Time {
+	u := t.UTC().Truncate(time.Millisecond)
+	return &u
+}
+
+func utcMillisPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	return utcMillis(*t)
+}

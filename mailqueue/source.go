@@ -1,0 +1,159 @@
+package mailqueue
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/alexify/mailer/gen/codes"
+	"github.com/alexify/mailer/gen/jobv1"
+)
+
+// Source is the smallest store contract (the spec's QueueSource): a store
+// that keeps jobs and lends them out under leases. The polling driver
+// (drivers/polling) turns any Source into a Driver; the memory queue, the
+// Redis driver and the outboxes are Sources, and conformance.TestSource holds
+// each to the same semantics.
+//
+// This interface is a public promise: outsiders implement it. Every method
+// takes ctx first and a params struct, so fields can be added without
+// breaking implementations.
+//
+// Settles (Ack, Retry, Fail, Release) and Extend are fenced by the lease
+// token: when the token is not that of the job's current lease (the lease ran
+// out and another run took the job, or the job was settled already) they
+// change nothing and return false with a nil error. A non-nil error means the
+// store could not be asked; the job must then be left as it was.
+type Source interface {
+	// Enqueue stores jobs, each atomically. A job whose ID is stored already
+	// (in any state, including finished jobs still retained) is not stored
+	// again: its result is Duplicate when the stored hash equals Hash, and
+	// Conflict otherwise. The results are in the order of jobs.
+	Enqueue(ctx context.Context, jobs []NewJob) ([]EnqueueResult, error)
+	// Reserve leases up to p.Limit jobs that are due, by priority (high,
+	// normal, low) then by the time they became due, for p.LeaseDuration.
+	// A job whose lease ran out is due again and counts a redelivery. It
+	// returns no jobs and a nil error when none is due.
+	Reserve(ctx context.Context, p ReserveParams) ([]*Lease, error)
+	// Extend moves the end of a lease to now + p.Duration.
+	Extend(ctx context.Context, p ExtendParams) (bool, error)
+	// Ack settles a run as accepted: the job is done, an attempt spent.
+	Ack(ctx context.Context, p AckParams) (bool, error)
+	// Retry spends an attempt and makes the job due again after p.Delay.
+	Retry(ctx context.Context, p RetryParams) (bool, error)
+	// Fail settles the job for good in p.State (failed or delivery_unknown),
+	// an attempt spent.
+	Fail(ctx context.Context, p FailParams) (bool, error)
+	// Release gives the job back without spending an attempt, due again
+	// after p.Delay.
+	Release(ctx context.Context, p ReleaseParams) (bool, error)
+}
+
+// NewJob is a job as a producer hands it to a store.
+type NewJob struct {
+	// ID is the job's id, derived from its namespace, tenant and key.
+	ID string
+	// Hash is the job's hash (docs/wire.md); duplicates are told by it.
+	Hash string
+	// Data is the job's JSON as stored: the clear or the sealed shape.
+	Data []byte
+	// Priority orders the job; the zero value is normal.
+	Priority jobv1.Priority
+	// TenantID is the job's tenant, for fairness and pauses; empty for none.
+	TenantID string
+	// RunAt is when the job becomes due (its scheduledAt, or now).
+	RunAt time.Time
+	// MaxAttempts is the attempts in all.
+	MaxAttempts int
+	// EnqueuedAt is when the producer enqueued it.
+	EnqueuedAt time.Time
+}
+
+// EnqueueResult is what a store did with one NewJob.
+type EnqueueResult struct {
+	// ID is the job's id.
+	ID string
+	// Duplicate is true when the job was stored already with the same hash.
+	Duplicate bool
+	// Conflict is true when a job of that id was stored with another hash:
+	// the key was used before for another message (queue.key_reused).
+	Conflict bool
+}
+
+// ReserveParams are the arguments of Source.Reserve.
+type ReserveParams struct {
+	// Limit is the most jobs to lease; at least 1.
+	Limit int
+	// LeaseDuration is how long each lease lasts unless extended.
+	LeaseDuration time.Duration
+}
+
+// Lease is a job lent to one run.
+type Lease struct {
+	// ID is the job's id.
+	ID string
+	// Token fences the run's settles: a fresh value per lease.
+	Token string
+	// Data is the job's JSON as stored.
+	Data []byte
+	// Attempt is the number of this attempt, from 1: the attempts spent
+	// before it, plus one.
+	Attempt int
+	// MaxAttempts is the attempts in all.
+	MaxAttempts int
+	// Redeliveries counts the runs of the job that ended unsettled (their
+	// lease ran out), this one excluded.
+	Redeliveries int
+	// Priority and TenantID are those the job was enqueued with.
+	Priority jobv1.Priority
+	TenantID string
+	// EnqueuedAt is when the job was enqueued.
+	EnqueuedAt time.Time
+	// Until is when the lease runs out unless extended.
+	Until time.Time
+}
+
+// ExtendParams are the arguments of Source.Extend.
+type ExtendParams struct {
+	ID, Token string
+	// Duration is the new length of the lease, from now.
+	Duration time.Duration
+}
+
+// AckParams are the arguments of Source.Ack.
+type AckParams struct {
+	ID, Token string
+}
+
+// RetryParams are the arguments of Source.Retry.
+type RetryParams struct {
+	ID, Token string
+	// Delay is how long from now the job waits before it is due again.
+	Delay time.Duration
+	// Code and Reason tell why; stored as the job's last error.
+	Code   codes.Code
+	Reason string
+}
+
+// FailParams are the arguments of Source.Fail.
+type FailParams struct {
+	ID, Token string
+	// State is codes.StateFailed or codes.StateDeliveryUnknown.
+	State  codes.State
+	Code   codes.Code
+	Reason string
+}
+
+// ReleaseParams are the arguments of Source.Release.
+type ReleaseParams struct {
+	ID, Token string
+	// Delay is how long from now the job waits before it is due again.
+	Delay  time.Duration
+	Code   codes.Code
+	Reason string
+}
+
+// ErrTransactionUnsupported is returned by a driver that writes no
+// transaction when it is given one: it refuses rather than ignores it
+// (spec/queue.md, "The audit and the log").
+var ErrTransactionUnsupported = errors.New("mailqueue: this driver takes no transaction")

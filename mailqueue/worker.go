@@ -1,0 +1,480 @@
+package mailqueue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/alexify/mailer/gen/codes"
+	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/mail"
+	"github.com/alexify/mailer/render"
+)
+
+// The worker's defaults (spec/queue.md, "Defaults").
+const (
+	DefaultOperatorDelay   = 5 * time.Minute
+	DefaultMaxRedeliveries = 3
+	// MaxReleaseWait is how long a job is given back for a worker that can
+	// read it (a later version, a missing codec, an operator's failure)
+	// before it is failed: a week.
+	MaxReleaseWait = 7 * 24 * time.Hour
+)
+
+// RedeliveredPolicy says what a worker does with a run again of an attempt
+// whose run before died (spec/queue.md, "Once per key").
+type RedeliveredPolicy string
+
+// The redelivery policies.
+const (
+	// RedeliveredSend sends it again: right with a transport that dedupes by
+	// the idempotency key (IdempotencyTransport, a provider that takes one).
+	RedeliveredSend RedeliveredPolicy = "send"
+	// RedeliveredDeliveryUnknown fails it as of unknown delivery
+	// (queue.redelivered), unless the audit sink can tell that the run before
+	// never submitted the message.
+	RedeliveredDeliveryUnknown RedeliveredPolicy = "delivery_unknown"
+)
+
+// Decision is what a Classify hook decides in place of the rules.
+type Decision string
+
+// The decisions of a Classify hook.
+const (
+	// DecideByRules leaves the decision to the rules of the outcome table.
+	DecideByRules Decision = ""
+	// DecideRetry retries the job after the backoff.
+	DecideRetry Decision = "retry"
+	// DecideFail fails it for good.
+	DecideFail Decision = "fail"
+	// DecideDeliveryUnknown fails it as of unknown delivery.
+	DecideDeliveryUnknown Decision = "delivery_unknown"
+)
+
+// ResolveInfo is what a ResolveAttachment hook is told of the attachment to
+// read.
+type ResolveInfo struct {
+	// Job is the job the attachment belongs to.
+	Job *jobv1.Job
+	// Attachment is the attachment by reference.
+	Attachment *jobv1.Attachment
+}
+
+// WorkerConfig configures a worker. A zero field takes the spec's default.
+type WorkerConfig struct {
+	// Transport sends the messages. Required.
+	Transport mail.Transport
+	// Renderer renders template jobs; a template job fails with
+	// render.no_renderer when nil.
+	Renderer render.Renderer
+	// Concurrency is the most jobs run at once (1).
+	Concurrency int
+	// ResolveAttachment reads an attachment by reference; a job with one
+	// fails with queue.attachment_unresolved when nil. An error or no bytes
+	// retry the job (queue.attachment_failed).
+	ResolveAttachment func(ctx context.Context, ref string, info ResolveInfo) ([]byte, error)
+	// OperatorDelay is how long a job waits after a failure of the operator
+	// (auth, configuration) or when it cannot be read yet (5 minutes).
+	OperatorDelay time.Duration
+	// MaxRedeliveries is the most runs of a job that may end unsettled; a
+	// job past it fails before it renders (3).
+	MaxRedeliveries int
+	// Backoff returns the delay before the retry that follows attempt (from
+	// 1). Backoff by default: 30 s doubled per attempt, an hour at most, full
+	// jitter.
+	Backoff func(attempt int) time.Duration
+	// Redelivered is the redelivery policy (RedeliveredSend).
+	Redelivered RedeliveredPolicy
+	// Classify, when set, decides from the receipt in place of the rules;
+	// DecideByRules leaves it to them.
+	Classify func(receipt mail.Receipt, job *jobv1.Job) Decision
+	// CheckJob, when set, may refuse a job for good by returning an error
+	// (queue.refused); it runs before the render.
+	CheckJob func(ctx context.Context, job *jobv1.Job) error
+	// AuditStrict retries the job (audit.failed) when the audit sink fails
+	// before the send, so that no message goes unrecorded.
+	AuditStrict bool
+}
+
+// Worker runs the jobs of a queue's driver.
+type Worker struct {
+	q      *Queue
+	cfg    WorkerConfig
+	log    *slog.Logger
+	runner Runner
+}
+
+// NewWorker returns a worker of the queue's jobs. It returns an error when
+// the transport is missing or a field is out of range.
+func (q *Queue) NewWorker(cfg WorkerConfig) (*Worker, error) {
+	if cfg.Transport == nil {
+		return nil, errors.New("mailqueue: WorkerConfig.Transport is required")
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = 1
+	}
+	if cfg.OperatorDelay == 0 {
+		cfg.OperatorDelay = DefaultOperatorDelay
+	}
+	if cfg.MaxRedeliveries == 0 {
+		cfg.MaxRedeliveries = DefaultMaxRedeliveries
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = Backoff
+	}
+	if cfg.Redelivered == "" {
+		cfg.Redelivered = RedeliveredSend
+	}
+	if cfg.Concurrency < 0 || cfg.OperatorDelay < 0 || cfg.MaxRedeliveries < 0 {
+		return nil, errors.New("mailqueue: Concurrency, OperatorDelay and MaxRedeliveries must not be negative")
+	}
+	if cfg.Redelivered != RedeliveredSend && cfg.Redelivered != RedeliveredDeliveryUnknown {
+		return nil, fmt.Errorf("mailqueue: unknown Redelivered policy %q", cfg.Redelivered)
+	}
+	return &Worker{q: q, cfg: cfg, log: q.log}, nil
+}
+
+// Start starts running jobs on the queue's driver. It returns at once.
+func (w *Worker) Start() error {
+	if w.runner != nil {
+		return errors.New("mailqueue: worker started already")
+	}
+	r, err := w.q.cfg.Driver.Work(w, WorkOptions{Concurrency: w.cfg.Concurrency})
+	if err != nil {
+		return err
+	}
+	w.runner = r
+	return nil
+}
+
+// Close stops reserving jobs, waits for the jobs in flight until ctx is done
+// (30 seconds when ctx has no deadline), then aborts them: a job not yet
+// sent is given back, its attempt not spent.
+func (w *Worker) Close(ctx context.Context) error {
+	if w.runner == nil {
+		return nil
+	}
+	return w.runner.Close(ctx)
+}
+
+// run holds what one run knows of its job, for the log and the audit.
+type run struct {
+	lease *Lease
+	job   *jobv1.Job
+	now   time.Time
+}
+
+// Handle runs one attempt of a leased job and returns its outcome. It is the
+// one handler every driver runs (DESIGN.md, "The flow").
+func (w *Worker) Handle(ctx context.Context, lease *Lease) (out Outcome) {
+	r := &run{lease: lease, now: w.q.cfg.Clock.Now()}
+	w.log.Debug(string(codes.QueueJobStarted), "job_id", lease.ID, "attempt", lease.Attempt)
+	defer func() {
+		if p := recover(); p != nil {
+			w.log.Error(string(codes.QueueWorkerError), "job_id", lease.ID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			out = w.fail(ctx, r, codes.QueueThrown, codes.StateFailed, fmt.Sprintf("the worker panicked: %v", p))
+		}
+	}()
+	return w.handle(ctx, r)
+}
+
+func (w *Worker) handle(ctx context.Context, r *run) Outcome {
+	lease := r.lease
+	if lease.Redeliveries > w.cfg.MaxRedeliveries {
+		return w.fail(ctx, r, codes.QueueRedeliveryExhausted, codes.StateDeliveryUnknown,
+			fmt.Sprintf("its runs ended unsettled %d times, more than %d", lease.Redeliveries, w.cfg.MaxRedeliveries))
+	}
+	if out, ok := w.open(ctx, r); !ok {
+		return out
+	}
+	job := r.job
+	if w.cfg.CheckJob != nil {
+		if err := w.cfg.CheckJob(ctx, job); err != nil {
+			return w.fail(ctx, r, codes.QueueRefused, codes.StateFailed, "CheckJob refused the job: "+err.Error())
+		}
+	}
+	if job.ExpiresAt != nil && r.now.After(*job.ExpiresAt) {
+		return w.fail(ctx, r, codes.QueueExpired, codes.StateFailed, "past its expiresAt")
+	}
+	if lease.Redeliveries > 0 {
+		w.log.Warn(string(codes.QueueJobRedelivered), "job_id", lease.ID, "attempt", lease.Attempt, "redeliveries", lease.Redeliveries)
+		if w.cfg.Redelivered == RedeliveredDeliveryUnknown {
+			return w.fail(ctx, r, codes.QueueRedelivered, codes.StateDeliveryUnknown, "a run again after a run that may have sent it")
+		}
+	}
+	msg, out, ok := w.message(ctx, r)
+	if !ok {
+		return out
+	}
+	w.audit(ctx, r, AuditRendered, "", "")
+	if err := context.Cause(ctx); err != nil {
+		return w.release(r, codes.QueueStopped, 0, "the worker stopped before the send")
+	}
+	if err := w.audit(ctx, r, AuditSubmitted, "", ""); err != nil && w.cfg.AuditStrict {
+		return w.retry(ctx, r, codes.AuditFailed, 0, "the audit sink failed before the send")
+	}
+	receipt, err, thrown := w.send(ctx, msg)
+	if thrown != "" {
+		return w.fail(ctx, r, codes.QueueThrown, codes.StateFailed, thrown)
+	}
+	return w.settle(ctx, r, receipt, err)
+}
+
+// open reads the stored job: its version, shape, hash and schema.
+func (w *Worker) open(ctx context.Context, r *run) (Outcome, bool) {
+	v, err := decodeJSON(r.lease.Data)
+	obj, isObj := v.(map[string]any)
+	if err != nil || !isObj {
+		return w.fail(ctx, r, codes.QueueInvalidJob, codes.StateFailed, "the stored job is not a JSON object"), false
+	}
+	if ver, _ := obj["v"].(json.Number); string(ver) != "1" {
+		return w.unreadable(ctx, r, codes.QueueUnsupportedVersion, "written by a later version of the job format")
+	}
+	if _, sealed := obj["enc"]; sealed {
+		return w.unreadable(ctx, r, codes.QueueCodecMissing, "sealed, and this worker has no codec")
+	}
+	if err := jobv1.ValidateValue(v); err != nil {
+		var ve *jobv1.ValidationError
+		if errors.As(err, &ve) {
+			for _, f := range ve.Errors {
+				if f.Rule == "additionalProperties" {
+					return w.unreadable(ctx, r, codes.QueueUnsupportedVersion, "it has a field version 1 does not know")
+				}
+			}
+			return w.fail(ctx, r, codes.QueueInvalidJob, codes.StateFailed, "the stored job is not valid: "+ve.Errors[0].Path+": "+ve.Errors[0].Message), false
+		}
+		return w.fail(ctx, r, codes.QueueInvalidJob, codes.StateFailed, "the stored job is not valid"), false
+	}
+	want, _ := obj["hash"].(string)
+	got, err := hashOf(obj)
+	if err != nil || want == "" || got != want {
+		return w.fail(ctx, r, codes.QueueHashMismatch, codes.StateFailed, "the job is not what was enqueued: its hash does not match"), false
+	}
+	job, _, err := jobv1.Decode(r.lease.Data)
+	if err != nil || job == nil {
+		return w.fail(ctx, r, codes.QueueInvalidJob, codes.StateFailed, "the stored job does not decode"), false
+	}
+	r.job = job
+	return Outcome{}, true
+}
+
+// unreadable gives back a job this worker cannot read yet, its attempt not
+// spent, and fails it once it expired or waited MaxReleaseWait.
+func (w *Worker) unreadable(ctx context.Context, r *run, code codes.Code, reason string) (Outcome, bool) {
+	if !r.lease.EnqueuedAt.IsZero() && r.now.Sub(r.lease.EnqueuedAt) > MaxReleaseWait {
+		return w.fail(ctx, r, code, codes.StateFailed, reason+"; waited more than a week"), false
+	}
+	return w.release(r, code, w.cfg.OperatorDelay, reason), false
+}
+
+// message renders the job and builds its message.
+func (w *Worker) message(ctx context.Context, r *run) (*mail.Message, Outcome, bool) {
+	job := r.job
+	msg := &mail.Message{
+		MessageID: job.MessageID, From: job.From, To: job.To, Cc: job.Cc, Bcc: job.Bcc, ReplyTo: job.ReplyTo,
+		Subject: job.Subject, Headers: job.Headers, IdempotencyKey: r.lease.ID,
+	}
+	if job.EnqueuedAt != nil {
+		msg.Date = *job.EnqueuedAt
+	} else {
+		msg.Date = r.lease.EnqueuedAt
+	}
+	switch job.Kind {
+	case jobv1.KindContent:
+		if job.Content != nil {
+			msg.HTML, msg.Text = job.Content.HTML, job.Content.Text
+		}
+	case jobv1.KindTemplate:
+		if w.cfg.Renderer == nil {
+			return nil, w.fail(ctx, r, codes.RenderNoRenderer, codes.StateFailed, "a template job, and the worker has no renderer"), false
+		}
+		res, err := w.cfg.Renderer.Render(ctx, render.Request{Template: job.Template, Locale: job.Locale, Context: job.Context})
+		if err != nil {
+			return nil, w.renderFailed(ctx, r, err), false
+		}
+		if msg.Subject == "" {
+			msg.Subject = res.Subject
+		}
+		msg.HTML, msg.Text = res.HTML, res.Text
+	}
+	if msg.Subject == "" {
+		return nil, w.fail(ctx, r, codes.RenderNoSubject, codes.StateFailed, "neither the template nor the job gives a subject"), false
+	}
+	for i := range job.Attachments {
+		a := &job.Attachments[i]
+		att := mail.Attachment{Filename: a.Filename, ContentType: a.ContentType, ContentID: a.ContentID, Inline: a.Disposition == jobv1.DispositionInline, Data: a.Content}
+		if a.Ref != "" {
+			if w.cfg.ResolveAttachment == nil {
+				return nil, w.fail(ctx, r, codes.QueueAttachmentUnresolved, codes.StateFailed, fmt.Sprintf("attachment %d is by reference, and the worker has no ResolveAttachment", i)), false
+			}
+			data, err := w.cfg.ResolveAttachment(ctx, a.Ref, ResolveInfo{Job: job, Attachment: a})
+			if err != nil || len(data) == 0 {
+				reason := fmt.Sprintf("ResolveAttachment gave no content for attachment %d", i)
+				if err != nil {
+					reason = fmt.Sprintf("ResolveAttachment failed for attachment %d: %v", i, err)
+				}
+				return nil, w.retry(ctx, r, codes.QueueAttachmentFailed, 0, reason), false
+			}
+			att.Data = data
+			if att.Filename == "" {
+				att.Filename = fmt.Sprintf("attachment-%d", i+1)
+			}
+		}
+		msg.Attachments = append(msg.Attachments, att)
+	}
+	if _, err := mail.Build(msg); err != nil {
+		return nil, w.fail(ctx, r, codes.QueueInvalidMessage, codes.StateFailed, "the job does not make a message: "+err.Error()), false
+	}
+	return msg, Outcome{}, true
+}
+
+// renderFailed decides what a render error does: a broken or missing
+// template fails the job, an outage or a timeout retries it.
+func (w *Worker) renderFailed(ctx context.Context, r *run, err error) Outcome {
+	var re *render.Error
+	switch {
+	case errors.As(err, &re):
+		w.log.Debug(string(codes.QueueRenderFailed), "job_id", r.lease.ID, "template", re.Template, "locale", re.Locale, "where", re.Where, "detail", re.Detail)
+		return w.fail(ctx, r, codes.RenderFailed, codes.StateFailed, re.Error())
+	case render.IsLoadError(err):
+		return w.retry(ctx, r, codes.RenderLoadFailed, 0, err.Error())
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return w.retry(ctx, r, codes.RenderTimeout, 0, "the render timed out")
+	case ctx.Err() != nil:
+		return w.release(r, codes.QueueStopped, 0, "the worker stopped during the render")
+	}
+	return w.retry(ctx, r, codes.RenderLoadFailed, 0, "the renderer failed: "+err.Error())
+}
+
+// send calls the transport, recovering a panic (a bug of the transport).
+func (w *Worker) send(ctx context.Context, msg *mail.Message) (receipt mail.Receipt, err error, thrown string) {
+	defer func() {
+		if p := recover(); p != nil {
+			thrown = fmt.Sprintf("the transport panicked: %v", p)
+			w.log.Error(string(codes.QueueThrown), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		}
+	}()
+	receipt, err = w.cfg.Transport.Send(ctx, msg)
+	return receipt, err, ""
+}
+
+// settle decides the outcome of a send from its receipt (spec/queue.md,
+// "What the queue does with an attempt").
+func (w *Worker) settle(ctx context.Context, r *run, receipt mail.Receipt, err error) Outcome {
+	var me *mail.Error
+	if err != nil && errors.As(err, &me) {
+		receipt = me.Receipt
+	}
+	if err != nil && me == nil {
+		if ctx.Err() != nil {
+			return w.fail(ctx, r, codes.QueueAborted, codes.StateDeliveryUnknown, "the worker stopped while the message was sent")
+		}
+		receipt = mail.Receipt{Category: mail.Retryable, Reason: err.Error()}
+	}
+	if err == nil && receipt.Category != mail.Accepted {
+		return w.fail(ctx, r, codes.QueueInvalidReceipt, codes.StateFailed, "the transport gave no accepted receipt and no error")
+	}
+	if w.cfg.Classify != nil {
+		switch w.cfg.Classify(receipt, r.job) {
+		case DecideRetry:
+			return w.retry(ctx, r, codes.QueueSendFailed, receipt.RetryAfter, reasonOf(receipt))
+		case DecideFail:
+			return w.fail(ctx, r, codes.QueueMessageRefused, codes.StateFailed, reasonOf(receipt))
+		case DecideDeliveryUnknown:
+			return w.fail(ctx, r, codes.DeliveryUnknown, codes.StateDeliveryUnknown, reasonOf(receipt))
+		}
+	}
+	switch receipt.Category {
+	case mail.Accepted:
+		w.log.Info(string(codes.QueueJobCompleted), "job_id", r.lease.ID, "attempt", r.lease.Attempt, "code", receipt.Code)
+		w.audit(ctx, r, AuditAccepted, "", "")
+		return Outcome{Action: Ack}
+	case mail.DeliveryUnknown:
+		return w.fail(ctx, r, codes.DeliveryUnknown, codes.StateDeliveryUnknown, reasonOf(receipt))
+	case mail.Retryable:
+		return w.retry(ctx, r, codes.QueueSendFailed, receipt.RetryAfter, reasonOf(receipt))
+	case mail.RateLimited:
+		return w.retry(ctx, r, codes.QueueRateLimited, receipt.RetryAfter, reasonOf(receipt))
+	case mail.Rejected, mail.Validation, mail.Unsupported:
+		return w.fail(ctx, r, codes.QueueMessageRefused, codes.StateFailed, reasonOf(receipt))
+	case mail.Auth, mail.Configuration:
+		return w.unreadableOutcome(ctx, r, codes.QueueOperatorFailed, reasonOf(receipt))
+	}
+	return w.fail(ctx, r, codes.QueueInvalidReceipt, codes.StateFailed, "the transport gave a receipt of no known category")
+}
+
+func (w *Worker) unreadableOutcome(ctx context.Context, r *run, code codes.Code, reason string) Outcome {
+	out, _ := w.unreadable(ctx, r, code, reason)
+	return out
+}
+
+func reasonOf(rc mail.Receipt) string {
+	s := string(rc.Category)
+	if rc.Code != 0 {
+		s += fmt.Sprintf(" %d", rc.Code)
+	}
+	if rc.Reason != "" {
+		s += ": " + rc.Reason
+	}
+	return s
+}
+
+// retry retries the job after the backoff (no sooner than retryAfter, with a
+// little jitter above it), or fails it when this was its last attempt or the
+// retry would come after its expiresAt.
+func (w *Worker) retry(ctx context.Context, r *run, code codes.Code, retryAfter time.Duration, reason string) Outcome {
+	if r.lease.Attempt >= r.lease.MaxAttempts {
+		return w.fail(ctx, r, codes.QueueAttemptsExhausted, codes.StateFailed, fmt.Sprintf("attempt %d of %d: %s: %s", r.lease.Attempt, r.lease.MaxAttempts, code, reason))
+	}
+	delay := w.cfg.Backoff(r.lease.Attempt)
+	if retryAfter > 0 {
+		if min := retryAfter + retryAfterJitter(retryAfter); delay < min {
+			delay = min
+		}
+	}
+	if r.job != nil && r.job.ExpiresAt != nil && r.now.Add(delay).After(*r.job.ExpiresAt) {
+		return w.fail(ctx, r, codes.QueueExpired, codes.StateFailed, "its retry would come after its expiresAt: "+reason)
+	}
+	w.log.Warn(string(codes.QueueJobRetrying), "job_id", r.lease.ID, "attempt", r.lease.Attempt, "code", string(code), "delay", delay, "reason", reason)
+	w.audit(ctx, r, AuditQueued, code, reason)
+	return Outcome{Action: Retry, Delay: delay, Code: code, Reason: reason}
+}
+
+// release gives the job back without spending its attempt.
+func (w *Worker) release(r *run, code codes.Code, delay time.Duration, reason string) Outcome {
+	w.log.Warn(string(codes.QueueJobReleased), "job_id", r.lease.ID, "attempt", r.lease.Attempt, "code", string(code), "delay", delay, "reason", reason)
+	return Outcome{Action: Release, Delay: delay, Code: code, Reason: reason}
+}
+
+// fail settles the job for good.
+func (w *Worker) fail(ctx context.Context, r *run, code codes.Code, state codes.State, reason string) Outcome {
+	w.log.Error(string(codes.QueueJobFailed), "job_id", r.lease.ID, "attempt", r.lease.Attempt, "code", string(code), "state", string(state), "reason", reason)
+	as := AuditFailed
+	if state == codes.StateDeliveryUnknown {
+		as = AuditDeliveryUnknown
+	}
+	w.audit(ctx, r, as, code, reason)
+	return Outcome{Action: Fail, State: state, Code: code, Reason: reason}
+}
+
+// audit tells the sink a state; a failing sink is a warning.
+func (w *Worker) audit(ctx context.Context, r *run, s AuditState, code codes.Code, reason string) error {
+	sink := w.q.cfg.Audit
+	if sink == nil {
+		return nil
+	}
+	e := AuditEvent{JobID: r.lease.ID, State: s, At: w.q.cfg.Clock.Now(), Attempt: r.lease.Attempt, Code: code, Reason: reason, TenantID: r.lease.TenantID}
+	if r.job != nil {
+		e.CorrelationID = r.job.CorrelationID
+	}
+	err := sink.Record(context.WithoutCancel(ctx), e)
+	if err != nil {
+		w.log.Warn(string(codes.QueueAuditFailed), "job_id", r.lease.ID, "state", string(s), "err", err)
+		w.log.Warn(string(codes.MailerAuditFailed), "job_id", r.lease.ID)
+	}
+	return err
+}
