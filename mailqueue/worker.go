@@ -2,7 +2,6 @@ package mailqueue
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -222,53 +221,6 @@ func (w *Worker) handle(ctx context.Context, r *run) Outcome {
 		return w.fail(ctx, r, codes.QueueThrown, codes.StateFailed, thrown)
 	}
 	return w.settle(ctx, r, receipt, err)
-}
-
-// open reads the stored job: its version, shape, hash and schema.
-func (w *Worker) open(ctx context.Context, r *run) (Outcome, bool) {
-	v, err := decodeJSON(r.lease.Data)
-	obj, isObj := v.(map[string]any)
-	if err != nil || !isObj {
-		return w.fail(ctx, r, codes.QueueInvalidJob, codes.StateFailed, "the stored job is not a JSON object"), false
-	}
-	if ver, _ := obj["v"].(json.Number); string(ver) != "1" {
-		return w.unreadable(ctx, r, codes.QueueUnsupportedVersion, "written by a later version of the job format")
-	}
-	if _, sealed := obj["enc"]; sealed {
-		return w.unreadable(ctx, r, codes.QueueCodecMissing, "sealed, and this worker has no codec")
-	}
-	if err := jobv1.ValidateValue(v); err != nil {
-		var ve *jobv1.ValidationError
-		if errors.As(err, &ve) {
-			for _, f := range ve.Errors {
-				if f.Rule == "additionalProperties" {
-					return w.unreadable(ctx, r, codes.QueueUnsupportedVersion, "it has a field version 1 does not know")
-				}
-			}
-			return w.fail(ctx, r, codes.QueueInvalidJob, codes.StateFailed, "the stored job is not valid: "+ve.Errors[0].Path+": "+ve.Errors[0].Message), false
-		}
-		return w.fail(ctx, r, codes.QueueInvalidJob, codes.StateFailed, "the stored job is not valid"), false
-	}
-	want, _ := obj["hash"].(string)
-	got, err := hashOf(obj)
-	if err != nil || want == "" || got != want {
-		return w.fail(ctx, r, codes.QueueHashMismatch, codes.StateFailed, "the job is not what was enqueued: its hash does not match"), false
-	}
-	job, _, err := jobv1.Decode(r.lease.Data)
-	if err != nil || job == nil {
-		return w.fail(ctx, r, codes.QueueInvalidJob, codes.StateFailed, "the stored job does not decode"), false
-	}
-	r.job = job
-	return Outcome{}, true
-}
-
-// unreadable gives back a job this worker cannot read yet, its attempt not
-// spent, and fails it once it expired or waited MaxReleaseWait.
-func (w *Worker) unreadable(ctx context.Context, r *run, code codes.Code, reason string) (Outcome, bool) {
-	if !r.lease.EnqueuedAt.IsZero() && r.now.Sub(r.lease.EnqueuedAt) > MaxReleaseWait {
-		return w.fail(ctx, r, code, codes.StateFailed, reason+"; waited more than a week"), false
-	}
-	return w.release(r, code, w.cfg.OperatorDelay, reason), false
 }
 
 // message renders the job and builds its message.
