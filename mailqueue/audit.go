@@ -49,3 +49,13 @@ type AuditEvent struct {
 type AuditSink interface {
 	Record(ctx context.Context, e AuditEvent) error
 }
+
+// AuditHistory is an audit sink that can tell what it heard: the memory sink
+// and a sink over a database can. With the Redelivered policy
+// RedeliveredDeliveryUnknown, a run again of an attempt whose run died is
+// sent when Has shows that run never submitted the message (spec/queue.md,
+// "Once per key").
+type AuditHistory interface {
+	// Has reports whether the sink heard state for the attempt of the job.
+	Has(ctx context.Context, jobID string, attempt int, state AuditState) (bool, error)
+}

@@ -87,4 +87,29 @@ type Outcome struct {
 	// Code and Reason tell why (not for Ack). Reason holds no address.
 	Code   codes.Code
 	Reason string
+	// Pause, with Release, pauses the queue or a tenant (a rate limit whose
+	// scope is the queue or the tenant).
+	Pause *Pause
+}
+
+// Pause is a pause of the whole queue or of one tenant's jobs.
+type Pause struct {
+	// Tenant is true for a pause of the jobs of TenantID alone ("" is the
+	// jobs of no tenant); false for the whole queue.
+	Tenant   bool
+	TenantID string
+	// For is how long the pause lasts, from now.
+	For time.Duration
+}
+
+// Pauser is a Driver or a Source that can pause the queue or a tenant
+// (spec/queue.md, rateLimitScope). The polling driver is one when its source
+// is; the memory source is one.
+type Pauser interface {
+	// Pause pauses the queue, or the tenant when p.Tenant, for p.For. A
+	// longer pause already in place is kept.
+	Pause(ctx context.Context, p Pause) error
+	// Resume ends a pause of the queue (tenant false) or of a tenant before
+	// its time.
+	Resume(ctx context.Context, tenant bool, tenantID string) error
 }

@@ -69,6 +69,9 @@ type Config struct {
 	// AuditStrict refuses an enqueue whose "queued" event the sink failed,
 	// before anything is stored.
 	AuditStrict bool
+	// OnWarning, when set, hears each warning (MAILER_AUDIT_FAILED, ...)
+	// besides the log's warn record: the spec's process warnings.
+	OnWarning func(code codes.Code, err error)
 	// Logger hears what the queue does; never an address. slog.Default()
 	// when nil.
 	Logger *slog.Logger
@@ -186,6 +189,7 @@ func (q *Queue) EnqueueMany(ctx context.Context, jobs []*jobv1.Job) ([]Result, e
 			err := q.cfg.Audit.Record(ctx, AuditEvent{JobID: prepared[i].ID, State: AuditQueued, At: q.cfg.Clock.Now(), TenantID: prepared[i].TenantID})
 			if err != nil {
 				q.log.Warn(string(codes.QueueAuditFailed), "job_id", prepared[i].ID, "err", err)
+				q.warn(codes.MailerAuditFailed, err, "job_id", prepared[i].ID)
 				if q.cfg.AuditStrict {
 					e := newError(codes.AuditFailed, "the audit sink failed; nothing was enqueued")
 					e.Err, e.Index = err, i
@@ -219,4 +223,45 @@ func (q *Queue) EnqueueMany(ctx context.Context, jobs []*jobv1.Job) ([]Result, e
 		return results, e
 	}
 	return results, nil
+}
+
+// warn logs a warning with its code and tells OnWarning.
+func (q *Queue) warn(code codes.Code, err error, attrs ...any) {
+	q.log.Warn(string(code), append(attrs, "err", err)...)
+	if q.cfg.OnWarning != nil {
+		q.cfg.OnWarning(code, err)
+	}
+}
+
+// canPause reports whether the driver can pause: it is a Pauser, and when
+// it says whether it can (CanPause, as the polling driver does for its
+// source), it can.
+func (q *Queue) canPause() bool {
+	if _, ok := q.cfg.Driver.(Pauser); !ok {
+		return false
+	}
+	if c, ok := q.cfg.Driver.(interface{ CanPause() bool }); ok {
+		return c.CanPause()
+	}
+	return true
+}
+
+// Resume ends a pause of the whole queue before its time. It returns an
+// error when the driver cannot pause.
+func (q *Queue) Resume(ctx context.Context) error {
+	p, ok := q.cfg.Driver.(Pauser)
+	if !ok {
+		return errors.New("mailqueue: the driver cannot pause")
+	}
+	return p.Resume(ctx, false, "")
+}
+
+// ResumeTenant ends a pause of a tenant's jobs before its time ("" is the
+// jobs of no tenant).
+func (q *Queue) ResumeTenant(ctx context.Context, tenantID string) error {
+	p, ok := q.cfg.Driver.(Pauser)
+	if !ok {
+		return errors.New("mailqueue: the driver cannot pause")
+	}
+	return p.Resume(ctx, true, tenantID)
 }

@@ -94,10 +94,28 @@ type WorkerConfig struct {
 	// CheckJob, when set, may refuse a job for good by returning an error
 	// (queue.refused); it runs before the render.
 	CheckJob func(ctx context.Context, job *jobv1.Job) error
+	// RateLimitScope says what a rate limit (a RateLimited receipt) pauses:
+	// the job alone (RateLimitJob, the default: a retry no sooner than its
+	// Retry-After), the whole queue (RateLimitQueue) or the jobs of the job's
+	// tenant (RateLimitTenant). A queue or tenant pause gives the job back
+	// without spending its attempt; it needs a driver that can pause
+	// (Pauser), else it acts as RateLimitJob.
+	RateLimitScope RateLimitScope
 	// AuditStrict retries the job (audit.failed) when the audit sink fails
 	// before the send, so that no message goes unrecorded.
 	AuditStrict bool
 }
+
+// RateLimitScope is what a rate limit pauses (spec/queue.md, "What the queue
+// does with an attempt", the paragraph after the table).
+type RateLimitScope string
+
+// The scopes of a rate limit.
+const (
+	RateLimitJob    RateLimitScope = "job"
+	RateLimitQueue  RateLimitScope = "queue"
+	RateLimitTenant RateLimitScope = "tenant"
+)
 
 // Worker runs the jobs of a queue's driver.
 type Worker struct {
@@ -124,6 +142,14 @@ func (q *Queue) NewWorker(cfg WorkerConfig) (*Worker, error) {
 	}
 	if cfg.Backoff == nil {
 		cfg.Backoff = Backoff
+	}
+	if cfg.RateLimitScope == "" {
+		cfg.RateLimitScope = RateLimitJob
+	}
+	switch cfg.RateLimitScope {
+	case RateLimitJob, RateLimitQueue, RateLimitTenant:
+	default:
+		return nil, fmt.Errorf("mailqueue: unknown RateLimitScope %q", cfg.RateLimitScope)
 	}
 	if cfg.Redelivered == "" {
 		cfg.Redelivered = RedeliveredSend
@@ -201,7 +227,7 @@ func (w *Worker) handle(ctx context.Context, r *run) Outcome {
 	}
 	if lease.Redeliveries > 0 {
 		w.log.Warn(string(codes.QueueJobRedelivered), "job_id", lease.ID, "attempt", lease.Attempt, "redeliveries", lease.Redeliveries)
-		if w.cfg.Redelivered == RedeliveredDeliveryUnknown {
+		if w.cfg.Redelivered == RedeliveredDeliveryUnknown && !w.neverSubmitted(ctx, r) {
 			return w.fail(ctx, r, codes.QueueRedelivered, codes.StateDeliveryUnknown, "a run again after a run that may have sent it")
 		}
 	}
@@ -322,10 +348,16 @@ func (w *Worker) settle(ctx context.Context, r *run, receipt mail.Receipt, err e
 		receipt = me.Receipt
 	}
 	if err != nil && me == nil {
-		if ctx.Err() != nil {
-			return w.fail(ctx, r, codes.QueueAborted, codes.StateDeliveryUnknown, "the worker stopped while the message was sent")
+		receipt = mail.Receipt{Category: mail.Retryable, Reason: mail.Redact(err.Error())}
+	}
+	if err != nil && ctx.Err() != nil {
+		// The run was aborted during the send (Close ran out of time, or the
+		// lease was lost). A send the transport says provably did not go is
+		// given back unspent; any other may have gone.
+		if receipt.Category == mail.Retryable {
+			return w.release(r, codes.QueueStopped, 0, "the worker stopped before the message was sent")
 		}
-		receipt = mail.Receipt{Category: mail.Retryable, Reason: err.Error()}
+		return w.fail(ctx, r, codes.QueueAborted, codes.StateDeliveryUnknown, "the worker stopped while the message was sent")
 	}
 	if err == nil && receipt.Category != mail.Accepted {
 		return w.fail(ctx, r, codes.QueueInvalidReceipt, codes.StateFailed, "the transport gave no accepted receipt and no error")
@@ -350,7 +382,7 @@ func (w *Worker) settle(ctx context.Context, r *run, receipt mail.Receipt, err e
 	case mail.Retryable:
 		return w.retry(ctx, r, codes.QueueSendFailed, receipt.RetryAfter, reasonOf(receipt))
 	case mail.RateLimited:
-		return w.retry(ctx, r, codes.QueueRateLimited, receipt.RetryAfter, reasonOf(receipt))
+		return w.rateLimited(ctx, r, receipt)
 	case mail.Rejected, mail.Validation, mail.Unsupported:
 		return w.fail(ctx, r, codes.QueueMessageRefused, codes.StateFailed, reasonOf(receipt))
 	case mail.Auth, mail.Configuration:
@@ -379,6 +411,7 @@ func reasonOf(rc mail.Receipt) string {
 // little jitter above it), or fails it when this was its last attempt or the
 // retry would come after its expiresAt.
 func (w *Worker) retry(ctx context.Context, r *run, code codes.Code, retryAfter time.Duration, reason string) Outcome {
+	reason = mail.Redact(reason)
 	if r.lease.Attempt >= r.lease.MaxAttempts {
 		return w.fail(ctx, r, codes.QueueAttemptsExhausted, codes.StateFailed, fmt.Sprintf("attempt %d of %d: %s: %s", r.lease.Attempt, r.lease.MaxAttempts, code, reason))
 	}
@@ -396,14 +429,54 @@ func (w *Worker) retry(ctx context.Context, r *run, code codes.Code, retryAfter 
 	return Outcome{Action: Retry, Delay: delay, Code: code, Reason: reason}
 }
 
+// rateLimited retries a job the provider asked to slow down for, no sooner
+// than its Retry-After; with a queue or tenant scope it pauses the queue or
+// the tenant instead and gives the job back unspent.
+func (w *Worker) rateLimited(ctx context.Context, r *run, receipt mail.Receipt) Outcome {
+	if w.cfg.RateLimitScope == RateLimitJob || !w.q.canPause() {
+		return w.retry(ctx, r, codes.QueueRateLimited, receipt.RetryAfter, reasonOf(receipt))
+	}
+	wait := receipt.RetryAfter
+	if wait <= 0 {
+		wait = BackoffBase
+	}
+	delay := wait + retryAfterJitter(wait)
+	if r.job != nil && r.job.ExpiresAt != nil && r.now.Add(delay).After(*r.job.ExpiresAt) {
+		return w.fail(ctx, r, codes.QueueExpired, codes.StateFailed, "its retry would come after its expiresAt: "+reasonOf(receipt))
+	}
+	out := w.release(r, codes.QueueRateLimited, delay, reasonOf(receipt))
+	out.Pause = &Pause{For: wait}
+	if w.cfg.RateLimitScope == RateLimitTenant {
+		out.Pause.Tenant, out.Pause.TenantID = true, r.lease.TenantID
+	}
+	return out
+}
+
+// neverSubmitted reports whether the audit sink can tell that the run of
+// this attempt that died never submitted the message.
+func (w *Worker) neverSubmitted(ctx context.Context, r *run) bool {
+	h, ok := w.q.cfg.Audit.(AuditHistory)
+	if !ok {
+		return false
+	}
+	has, err := h.Has(ctx, r.lease.ID, r.lease.Attempt, AuditSubmitted)
+	if err != nil {
+		w.log.Warn(string(codes.QueueAuditFailed), "job_id", r.lease.ID, "err", err)
+		return false
+	}
+	return !has
+}
+
 // release gives the job back without spending its attempt.
 func (w *Worker) release(r *run, code codes.Code, delay time.Duration, reason string) Outcome {
+	reason = mail.Redact(reason)
 	w.log.Warn(string(codes.QueueJobReleased), "job_id", r.lease.ID, "attempt", r.lease.Attempt, "code", string(code), "delay", delay, "reason", reason)
 	return Outcome{Action: Release, Delay: delay, Code: code, Reason: reason}
 }
 
 // fail settles the job for good.
 func (w *Worker) fail(ctx context.Context, r *run, code codes.Code, state codes.State, reason string) Outcome {
+	reason = mail.Redact(reason)
 	w.log.Error(string(codes.QueueJobFailed), "job_id", r.lease.ID, "attempt", r.lease.Attempt, "code", string(code), "state", string(state), "reason", reason)
 	as := AuditFailed
 	if state == codes.StateDeliveryUnknown {
@@ -426,7 +499,7 @@ func (w *Worker) audit(ctx context.Context, r *run, s AuditState, code codes.Cod
 	err := sink.Record(context.WithoutCancel(ctx), e)
 	if err != nil {
 		w.log.Warn(string(codes.QueueAuditFailed), "job_id", r.lease.ID, "state", string(s), "err", err)
-		w.log.Warn(string(codes.MailerAuditFailed), "job_id", r.lease.ID)
+		w.q.warn(codes.MailerAuditFailed, err, "job_id", r.lease.ID)
 	}
 	return err
 }

@@ -74,7 +74,21 @@ type Options struct {
 	// (10 000); past it the oldest drop theirs, keeping their hash until
 	// their retention ends.
 	RetainFinished int
+	// Fairness is FairnessNone (the default: by priority, then time) or
+	// FairnessTenant: a high job of any tenant first, then the tenants in
+	// turn, a job each, the jobs of no tenant as one more (spec/queue.md,
+	// "Tenants in turn").
+	Fairness Fairness
 }
+
+// Fairness is how the memory queue shares its workers among tenants.
+type Fairness string
+
+// The fairness policies.
+const (
+	FairnessNone   Fairness = "none"
+	FairnessTenant Fairness = "tenant"
+)
 
 // ErrFull is returned by an enqueue that would hold more than MaxJobs jobs
 // queued or running. Nothing of the call is stored.
@@ -174,13 +188,18 @@ type Source struct {
 
 	mu        sync.Mutex
 	jobs      map[string]*record
-	ready     [3]recordHeap // by priority: high, normal, low
-	scheduled recordHeap    // by runAt
-	leased    map[string]*record
-	finished  []*record // in the order they finished, for RetainFinished
-	seq       uint64
-	active    int // queued or running
-	changed   chan struct{}
+	ready     [3]lane    // by priority: high, normal, low
+	scheduled recordHeap // by runAt
+	// Pauses: the queue's, and each tenant's; held keeps the due jobs of a
+	// paused tenant met while reserving, until the pause ends.
+	pausedUntil time.Time
+	tenantPause map[string]time.Time
+	held        map[string][]*record
+	leased      map[string]*record
+	finished    []*record // in the order they finished, for RetainFinished
+	seq         uint64
+	active      int // queued or running
+	changed     chan struct{}
 }
 
 type record struct {
@@ -216,11 +235,18 @@ func NewSource(opts Options) *Source {
 	if opts.LeaseDuration <= 0 {
 		opts.LeaseDuration = polling.DefaultLeaseDuration
 	}
-	s := &Source{opts: opts, clock: opts.Clock, jobs: map[string]*record{}, leased: map[string]*record{}, changed: make(chan struct{})}
-	for i := range s.ready {
-		s.ready[i].byRunAt = false
+	if opts.Fairness == "" {
+		opts.Fairness = FairnessNone
 	}
-	s.scheduled.byRunAt = true
+	s := &Source{
+		opts: opts, clock: opts.Clock, jobs: map[string]*record{}, leased: map[string]*record{}, changed: make(chan struct{}),
+		tenantPause: map[string]time.Time{}, held: map[string][]*record{},
+	}
+	for i := range s.ready {
+		// High jobs go by time whatever their tenant: a code of sign-in
+		// waits for no one.
+		s.ready[i].fair = opts.Fairness == FairnessTenant && i > 0
+	}
 	return s
 }
 
@@ -288,7 +314,7 @@ func (s *Source) queue(r *record, now time.Time) {
 		return
 	}
 	r.where = 1
-	heap.Push(&s.ready[priorityIndex(r.Priority)], r)
+	s.ready[priorityIndex(r.Priority)].push(r)
 }
 
 // Reserve leases due jobs; see mailqueue.Source.
@@ -310,12 +336,20 @@ func (s *Source) Reserve(ctx context.Context, p mailqueue.ReserveParams) ([]*mai
 	for s.scheduled.Len() > 0 && !s.scheduled.items[0].RunAt.After(now) {
 		r := heap.Pop(&s.scheduled).(*record)
 		r.where = 1
-		heap.Push(&s.ready[priorityIndex(r.Priority)], r)
+		s.ready[priorityIndex(r.Priority)].push(r)
 	}
+	s.endPauses(now)
+	if s.pausedUntil.After(now) {
+		return nil, nil
+	}
+	paused := func(tenant string) bool { _, ok := s.tenantPause[tenant]; return ok }
 	var out []*mailqueue.Lease
 	for pi := range s.ready {
-		for len(out) < p.Limit && s.ready[pi].Len() > 0 {
-			r := heap.Pop(&s.ready[pi]).(*record)
+		for len(out) < p.Limit {
+			r := s.ready[pi].pop(paused, s.hold)
+			if r == nil {
+				break
+			}
 			r.where = 0
 			r.State = StateRunning
 			r.token = newToken()
@@ -592,7 +626,7 @@ func (s *Source) Drain(ctx context.Context) error {
 		now := s.clock.Now()
 		busy := len(s.leased) > 0
 		for i := range s.ready {
-			busy = busy || s.ready[i].Len() > 0
+			busy = busy || !s.pausedUntil.After(now) && s.ready[i].len() > 0
 		}
 		busy = busy || s.scheduled.Len() > 0 && !s.scheduled.items[0].RunAt.After(now)
 		ch := s.changed
@@ -619,11 +653,141 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-// recordHeap orders records by (RunAt) for the scheduled heap, or by the
-// order they became due for a ready heap.
+// hold keeps a due job of a paused tenant until its pause ends.
+func (s *Source) hold(r *record) {
+	r.where = 3
+	s.held[r.TenantID] = append(s.held[r.TenantID], r)
+}
+
+// endPauses ends the pauses whose time is up and gives their held jobs back
+// to the ready lanes.
+func (s *Source) endPauses(now time.Time) {
+	for t, until := range s.tenantPause {
+		if !until.After(now) {
+			s.resumeTenant(t)
+		}
+	}
+}
+
+func (s *Source) resumeTenant(t string) {
+	delete(s.tenantPause, t)
+	for _, r := range s.held[t] {
+		r.where = 1
+		s.ready[priorityIndex(r.Priority)].push(r)
+	}
+	delete(s.held, t)
+}
+
+// Pause pauses the queue, or a tenant's jobs, for p.For; a longer pause in
+// place is kept. See mailqueue.Pauser.
+func (s *Source) Pause(ctx context.Context, p mailqueue.Pause) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	until := s.clock.Now().Add(p.For)
+	if !p.Tenant {
+		if until.After(s.pausedUntil) {
+			s.pausedUntil = until
+		}
+	} else if cur, ok := s.tenantPause[p.TenantID]; !ok || until.After(cur) {
+		s.tenantPause[p.TenantID] = until
+	}
+	s.notify()
+	return nil
+}
+
+// Resume ends a pause of the queue, or of a tenant, before its time. See
+// mailqueue.Pauser.
+func (s *Source) Resume(ctx context.Context, tenant bool, tenantID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if tenant {
+		s.resumeTenant(tenantID)
+	} else {
+		s.pausedUntil = time.Time{}
+	}
+	s.notify()
+	return nil
+}
+
+// lane holds the due jobs of one priority: one heap by time, or with
+// fairness a heap per tenant taken in turn.
+type lane struct {
+	fair    bool
+	all     recordHeap
+	tenants map[string]*recordHeap
+	ring    []string // the tenants with due jobs, in turn order
+	next    int
+	n       int
+}
+
+func (l *lane) len() int { return l.n }
+
+func (l *lane) push(r *record) {
+	l.n++
+	if !l.fair {
+		heap.Push(&l.all, r)
+		return
+	}
+	if l.tenants == nil {
+		l.tenants = map[string]*recordHeap{}
+	}
+	h, ok := l.tenants[r.TenantID]
+	if !ok {
+		h = &recordHeap{}
+		l.tenants[r.TenantID] = h
+		l.ring = append(l.ring, r.TenantID)
+	}
+	heap.Push(h, r)
+}
+
+// pop takes the next job of the lane that is not of a paused tenant. Without
+// fairness, a job of a paused tenant met on the way is handed to hold.
+func (l *lane) pop(paused func(string) bool, hold func(*record)) *record {
+	if !l.fair {
+		for l.all.Len() > 0 {
+			r := heap.Pop(&l.all).(*record)
+			l.n--
+			if paused(r.TenantID) {
+				hold(r)
+				continue
+			}
+			return r
+		}
+		return nil
+	}
+	for tries := len(l.ring); tries > 0 && len(l.ring) > 0; tries-- {
+		if l.next >= len(l.ring) {
+			l.next = 0
+		}
+		t := l.ring[l.next]
+		if paused(t) {
+			l.next++
+			continue
+		}
+		h := l.tenants[t]
+		r := heap.Pop(h).(*record)
+		l.n--
+		if h.Len() == 0 {
+			delete(l.tenants, t)
+			l.ring = append(l.ring[:l.next], l.ring[l.next+1:]...)
+		} else {
+			l.next++
+		}
+		return r
+	}
+	return nil
+}
+
+// recordHeap orders records by RunAt (when they are, or became, due), then
+// by the order they were queued in.
 type recordHeap struct {
-	items   []*record
-	byRunAt bool
+	items []*record
 }
 
 func (h recordHeap) Len() int { return len(h.items) }

@@ -291,6 +291,45 @@ func (r *runner) settle(l *mailqueue.Lease, out mailqueue.Outcome) {
 	case !ok:
 		r.d.log.Warn(string(codes.QueueSettleFenced), "job_id", l.ID, "action", out.Action.String())
 	}
+	if out.Pause != nil {
+		if err := r.d.Pause(ctx, *out.Pause); err != nil {
+			r.d.log.Error(string(codes.QueueWorkerError), "job_id", l.ID, "err", err)
+		}
+	}
+}
+
+// ErrPauseUnsupported is returned by Pause and Resume when the source
+// cannot pause.
+var ErrPauseUnsupported = errors.New("polling: the source cannot pause")
+
+// CanPause reports whether the source can pause (it is a
+// mailqueue.Pauser).
+func (d *Driver) CanPause() bool {
+	_, ok := d.src.(mailqueue.Pauser)
+	return ok
+}
+
+// Pause pauses the queue or a tenant in the source; see mailqueue.Pauser.
+func (d *Driver) Pause(ctx context.Context, p mailqueue.Pause) error {
+	ps, ok := d.src.(mailqueue.Pauser)
+	if !ok {
+		return ErrPauseUnsupported
+	}
+	return ps.Pause(ctx, p)
+}
+
+// Resume ends a pause in the source and wakes the idle runners; see
+// mailqueue.Pauser.
+func (d *Driver) Resume(ctx context.Context, tenant bool, tenantID string) error {
+	ps, ok := d.src.(mailqueue.Pauser)
+	if !ok {
+		return ErrPauseUnsupported
+	}
+	if err := ps.Resume(ctx, tenant, tenantID); err != nil {
+		return err
+	}
+	d.Wake()
+	return nil
 }
 
 // Close stops reserving, waits for the runs in flight until ctx is done (or

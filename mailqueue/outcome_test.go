@@ -1,0 +1,648 @@
+package mailqueue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/alexify/mailer/audit"
+	"github.com/alexify/mailer/clock"
+	"github.com/alexify/mailer/drivers/memory"
+	"github.com/alexify/mailer/gen/codes"
+	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/mail"
+	mtransport "github.com/alexify/mailer/mail/memory"
+	"github.com/alexify/mailer/mailqueue"
+	"github.com/alexify/mailer/render"
+)
+
+// logRecorder is a slog.Handler that keeps every record, at every level.
+type logRecorder struct {
+	mu      sync.Mutex
+	records []loggedRecord
+}
+
+type loggedRecord struct {
+	Level slog.Level
+	Msg   string
+	Attrs map[string]string
+}
+
+func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler            { return l }
+func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	rec := loggedRecord{Level: r.Level, Msg: r.Message, Attrs: map[string]string{}}
+	r.Attrs(func(a slog.Attr) bool {
+		rec.Attrs[a.Key] = a.Value.String()
+		return true
+	})
+	l.mu.Lock()
+	l.records = append(l.records, rec)
+	l.mu.Unlock()
+	return nil
+}
+
+func (l *logRecorder) find(msg string) []loggedRecord {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []loggedRecord
+	for _, r := range l.records {
+		if r.Msg == msg {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+var addressPattern = regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}`)
+
+// checkNoAddressAboveDebug fails the test if a record above debug carries an
+// address (DESIGN.md, invariant 6).
+func (l *logRecorder) checkNoAddressAboveDebug(t *testing.T) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.records {
+		if r.Level <= slog.LevelDebug {
+			continue
+		}
+		text := r.Msg + fmt.Sprint(r.Attrs)
+		if addressPattern.MatchString(text) {
+			t.Errorf("a %s record carries an address: %s %v", r.Level, r.Msg, r.Attrs)
+		}
+	}
+}
+
+// harness is a queue over a memory queue with a fake clock, a memory
+// transport, a memory audit sink and a recording logger.
+type harness struct {
+	t    *testing.T
+	q    *mailqueue.Queue
+	mq   *memory.Queue
+	fc   *clock.Fake
+	tr   *mtransport.Transport
+	sink *audit.Memory
+	logs *logRecorder
+	w    *mailqueue.Worker
+}
+
+func newHarness(t *testing.T, wcfg mailqueue.WorkerConfig, opts memory.Options) *harness {
+	t.Helper()
+	h := &harness{t: t, fc: clock.NewFake(t0), tr: mtransport.New(), sink: audit.NewMemory(), logs: &logRecorder{}}
+	logger := slog.New(h.logs)
+	opts.Clock, opts.Logger = h.fc, logger
+	if opts.RetainData == "" {
+		opts.RetainData = memory.RetainAllData
+	}
+	h.mq = memory.New(opts)
+	q, err := mailqueue.New(mailqueue.Config{Driver: h.mq, Clock: h.fc, Logger: logger, Audit: h.sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.q = q
+	if wcfg.Transport == nil {
+		wcfg.Transport = h.tr
+	}
+	w, err := q.NewWorker(wcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.w = w
+	t.Cleanup(func() {
+		_ = w.Close(context.Background())
+		h.logs.checkNoAddressAboveDebug(t)
+	})
+	return h
+}
+
+func (h *harness) start() *harness {
+	h.t.Helper()
+	if err := h.w.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	return h
+}
+
+func (h *harness) enqueue(j *jobv1.Job) string {
+	h.t.Helper()
+	r, err := h.q.Enqueue(context.Background(), j)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r.ID
+}
+
+func (h *harness) drain() {
+	h.t.Helper()
+	drain(h.t, h.mq)
+}
+
+func (h *harness) job(id string) memory.Job {
+	h.t.Helper()
+	j, ok := h.mq.Get(id)
+	if !ok {
+		h.t.Fatalf("no job %s", id)
+	}
+	return j
+}
+
+// outcome is what a test asserts of a job after its runs.
+type outcome struct {
+	State    memory.State
+	Attempts int
+	Code     codes.Code
+}
+
+func (h *harness) check(id string, want outcome) memory.Job {
+	h.t.Helper()
+	j := h.job(id)
+	if diff := cmp.Diff(want, outcome{j.State, j.Attempts, j.Code}); diff != "" {
+		h.t.Errorf("job (-want +got):\n%s\nreason: %s", diff, j.Reason)
+	}
+	return j
+}
+
+func receiptOf(c mail.Category, code int) mail.Receipt {
+	return mail.Receipt{Category: c, Code: code, Reason: "server says no to ada@example.com"}
+}
+
+func TestOutcomeOfAReceipt(t *testing.T) {
+	tests := []struct {
+		name    string
+		receipt mail.Receipt
+		want    outcome
+		// delay is the least and most the job waits when it is queued.
+		minDelay, maxDelay time.Duration
+	}{
+		{"accepted", mail.Receipt{Category: mail.Accepted, Code: 250}, outcome{memory.StateAccepted, 1, ""}, 0, 0},
+		{"delivery unknown (a timeout after the request)", receiptOf(mail.DeliveryUnknown, 0), outcome{memory.StateDeliveryUnknown, 1, codes.DeliveryUnknown}, 0, 0},
+		{"retryable, attempts left", receiptOf(mail.Retryable, 451), outcome{memory.StateQueued, 1, codes.QueueSendFailed}, 0, 30 * time.Second},
+		{"retryable with a Retry-After", mail.Receipt{Category: mail.Retryable, Code: 421, RetryAfter: 2 * time.Minute}, outcome{memory.StateQueued, 1, codes.QueueSendFailed}, 2 * time.Minute, 2*time.Minute + 12*time.Second},
+		{"rate limited (scope job)", mail.Receipt{Category: mail.RateLimited, Code: 429, RetryAfter: 20 * time.Second}, outcome{memory.StateQueued, 1, codes.QueueRateLimited}, 20 * time.Second, 30 * time.Second},
+		{"refused: validation", receiptOf(mail.Validation, 555), outcome{memory.StateFailed, 1, codes.QueueMessageRefused}, 0, 0},
+		{"refused: rejected", receiptOf(mail.Rejected, 550), outcome{memory.StateFailed, 1, codes.QueueMessageRefused}, 0, 0},
+		{"refused: unsupported", receiptOf(mail.Unsupported, 553), outcome{memory.StateFailed, 1, codes.QueueMessageRefused}, 0, 0},
+		{"operator: auth", receiptOf(mail.Auth, 535), outcome{memory.StateQueued, 0, codes.QueueOperatorFailed}, 5 * time.Minute, 5 * time.Minute},
+		{"operator: configuration", receiptOf(mail.Configuration, 0), outcome{memory.StateQueued, 0, codes.QueueOperatorFailed}, 5 * time.Minute, 5 * time.Minute},
+		{"a receipt of no known category", mail.Receipt{Category: "weird"}, outcome{memory.StateFailed, 1, codes.QueueInvalidReceipt}, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, mailqueue.WorkerConfig{}, memory.Options{}).start()
+			h.tr.Script(tc.receipt)
+			id := h.enqueue(contentJob())
+			h.drain()
+			j := h.check(id, tc.want)
+			if tc.want.State == memory.StateQueued {
+				d := j.RunAt.Sub(h.fc.Now())
+				if d < tc.minDelay || d > tc.maxDelay {
+					t.Errorf("due in %v, want within [%v, %v]", d, tc.minDelay, tc.maxDelay)
+				}
+			}
+			if strings.Contains(j.Reason, "ada@example.com") {
+				t.Errorf("the reason carries an address: %q", j.Reason)
+			}
+		})
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	want := []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 16 * time.Minute, 32 * time.Minute, time.Hour, time.Hour}
+	for i, w := range want {
+		if got := mailqueue.BackoffCeiling(i + 1); got != w {
+			t.Errorf("BackoffCeiling(%d) = %v, want %v", i+1, got, w)
+		}
+	}
+	// Full jitter: uniform in [0, ceiling].
+	below := 0
+	for i := 0; i < 2000; i++ {
+		d := mailqueue.Backoff(3)
+		if d < 0 || d > 2*time.Minute {
+			t.Fatalf("Backoff(3) = %v, outside [0, 2m]", d)
+		}
+		if d < time.Minute {
+			below++
+		}
+	}
+	if below < 800 || below > 1200 {
+		t.Errorf("%d of 2000 backoffs below half the ceiling: not full jitter", below)
+	}
+}
+
+func TestRetryThenLastAttempt(t *testing.T) {
+	h := newHarness(t, mailqueue.WorkerConfig{}, memory.Options{}).start()
+	h.tr.Script(receiptOf(mail.Retryable, 451), receiptOf(mail.Retryable, 451))
+	j := contentJob()
+	j.MaxAttempts = 2
+	id := h.enqueue(j)
+	h.drain()
+	got := h.check(id, outcome{memory.StateQueued, 1, codes.QueueSendFailed})
+	h.fc.Set(got.RunAt)
+	h.mq.Wake()
+	h.drain()
+	h.check(id, outcome{memory.StateFailed, 2, codes.QueueAttemptsExhausted})
+	if diff := cmp.Diff([]mailqueue.AuditState{"queued", "rendered", "submitted", "queued", "rendered", "submitted", "failed"}, h.sink.States(id)); diff != "" {
+		t.Errorf("audit (-want +got):\n%s", diff)
+	}
+}
+
+func TestExpiry(t *testing.T) {
+	t.Run("past expiresAt", func(t *testing.T) {
+		h := newHarness(t, mailqueue.WorkerConfig{}, memory.Options{})
+		j := contentJob()
+		exp := t0.Add(time.Minute)
+		j.ExpiresAt = &exp
+		id := h.enqueue(j)
+		h.fc.Advance(2 * time.Minute)
+		h.start().drain()
+		h.check(id, outcome{memory.StateFailed, 1, codes.QueueExpired})
+		if h.tr.Attempts() != 0 {
+			t.Error("an expired job was sent")
+		}
+	})
+	t.Run("its retry would come after expiresAt", func(t *testing.T) {
+		h := newHarness(t, mailqueue.WorkerConfig{Backoff: func(int) time.Duration { return time.Hour }}, memory.Options{}).start()
+		h.tr.Script(receiptOf(mail.Retryable, 451))
+		j := contentJob()
+		exp := t0.Add(15 * time.Minute)
+		j.ExpiresAt = &exp
+		id := h.enqueue(j)
+		h.drain()
+		h.check(id, outcome{memory.StateFailed, 1, codes.QueueExpired})
+	})
+}
+
+// stubRenderer returns err, or renders a fixed result.
+type stubRenderer struct {
+	err    error
+	result render.Result
+	block  bool
+}
+
+func (s stubRenderer) Render(ctx context.Context, req render.Request) (render.Result, error) {
+	if s.block {
+		<-ctx.Done()
+		return render.Result{}, ctx.Err()
+	}
+	return s.result, s.err
+}
+
+func templateJob() *jobv1.Job {
+	return &jobv1.Job{
+		Kind: jobv1.KindTemplate, Template: "welcome", Context: map[string]any{"name": "Ada", "secret": "s3cr3t-token"},
+		From: "Shop <shop@example.com>", To: []string{"ada@example.com"}, IdempotencyKey: "welcome:1",
+	}
+}
+
+func TestRenderOutcomes(t *testing.T) {
+	broken, err := render.New(fstest.MapFS{
+		"welcome/en/subject.txt": {Data: []byte("Hi")},
+		"welcome/en/body.txt":    {Data: []byte("line one\n{{.secret | nosuchfunc}}")},
+	}, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	execFails, err := render.New(fstest.MapFS{
+		"welcome/en/subject.txt": {Data: []byte("Hi")},
+		"welcome/en/body.txt":    {Data: []byte("line one\n{{index .secret 99}}")},
+	}, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noSubject, err := render.New(fstest.MapFS{"welcome/en/body.txt": {Data: []byte("Hi {{.name}}")}}, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing, err := render.New(fstest.MapFS{"other/en/body.txt": {Data: []byte("x")}}, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		renderer render.Renderer
+		want     outcome
+	}{
+		{"no renderer", nil, outcome{memory.StateFailed, 1, codes.RenderNoRenderer}},
+		{"a template missing", missing, outcome{memory.StateFailed, 1, codes.RenderFailed}},
+		{"a template that does not parse", broken, outcome{memory.StateFailed, 1, codes.RenderFailed}},
+		{"a template that fails to execute", execFails, outcome{memory.StateFailed, 1, codes.RenderFailed}},
+		{"no subject", noSubject, outcome{memory.StateFailed, 1, codes.RenderNoSubject}},
+		{"a loader outage", stubRenderer{err: &render.LoadError{Template: "welcome", Err: errors.New("template store down")}}, outcome{memory.StateQueued, 1, codes.RenderLoadFailed}},
+		{"a render timeout", stubRenderer{err: fmt.Errorf("render: %w", render.ErrTimeout)}, outcome{memory.StateQueued, 1, codes.RenderTimeout}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, mailqueue.WorkerConfig{Renderer: tc.renderer}, memory.Options{}).start()
+			id := h.enqueue(templateJob())
+			h.drain()
+			j := h.check(id, tc.want)
+			if h.tr.Attempts() != 0 {
+				t.Error("a job whose render failed was sent")
+			}
+			if strings.Contains(j.Reason, "s3cr3t") {
+				t.Errorf("the reason carries a context value: %q", j.Reason)
+			}
+			if tc.want.Code == codes.RenderFailed && !strings.Contains(j.Reason, `"welcome"`) {
+				t.Errorf("the reason does not name the template: %q", j.Reason)
+			}
+			for _, r := range h.logs.records {
+				if r.Level > slog.LevelDebug && strings.Contains(r.Msg+fmt.Sprint(r.Attrs), "s3cr3t") {
+					t.Errorf("a %s record carries a context value: %s %v", r.Level, r.Msg, r.Attrs)
+				}
+			}
+		})
+	}
+}
+
+func TestAttachmentOutcomes(t *testing.T) {
+	refJob := func() *jobv1.Job {
+		j := contentJob()
+		j.Attachments = []jobv1.Attachment{{Ref: "invoices/1.pdf", Filename: "invoice.pdf", ContentType: "application/pdf"}}
+		return j
+	}
+	tests := []struct {
+		name    string
+		resolve func(context.Context, string, mailqueue.ResolveInfo) ([]byte, error)
+		want    outcome
+	}{
+		{"no resolver", nil, outcome{memory.StateFailed, 1, codes.QueueAttachmentUnresolved}},
+		{"a resolver outage", func(context.Context, string, mailqueue.ResolveInfo) ([]byte, error) {
+			return nil, errors.New("bucket unreachable")
+		}, outcome{memory.StateQueued, 1, codes.QueueAttachmentFailed}},
+		{"a resolver that gives nothing", func(context.Context, string, mailqueue.ResolveInfo) ([]byte, error) { return nil, nil }, outcome{memory.StateQueued, 1, codes.QueueAttachmentFailed}},
+		{"resolved", func(_ context.Context, ref string, info mailqueue.ResolveInfo) ([]byte, error) {
+			if ref != "invoices/1.pdf" || info.Attachment.Filename != "invoice.pdf" || info.Job.IdempotencyKey != "invoice:1" {
+				return nil, fmt.Errorf("unexpected %q %+v", ref, info.Attachment)
+			}
+			return []byte("%PDF-1.7"), nil
+		}, outcome{memory.StateAccepted, 1, ""}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, mailqueue.WorkerConfig{ResolveAttachment: tc.resolve}, memory.Options{}).start()
+			id := h.enqueue(refJob())
+			h.drain()
+			h.check(id, tc.want)
+		})
+	}
+}
+
+type panickingTransport struct{}
+
+func (panickingTransport) Send(context.Context, *mail.Message) (mail.Receipt, error) {
+	var m map[string]int
+	m["boom"]++ // a bug: assignment to a nil map
+	return mail.Receipt{}, nil
+}
+
+func TestTransportPanicIsThrown(t *testing.T) {
+	h := newHarness(t, mailqueue.WorkerConfig{Transport: panickingTransport{}}, memory.Options{}).start()
+	id := h.enqueue(contentJob())
+	h.drain()
+	h.check(id, outcome{memory.StateFailed, 1, codes.QueueThrown})
+	recs := h.logs.find(string(codes.QueueThrown))
+	if len(recs) != 1 || !strings.Contains(recs[0].Attrs["stack"], "panickingTransport") || recs[0].Level != slog.LevelError {
+		t.Errorf("queue.thrown is not logged at error with its stack: %+v", recs)
+	}
+}
+
+func TestHooks(t *testing.T) {
+	t.Run("CheckJob refuses", func(t *testing.T) {
+		h := newHarness(t, mailqueue.WorkerConfig{CheckJob: func(_ context.Context, j *jobv1.Job) error {
+			if j.TenantID == "" {
+				return errors.New("no tenant")
+			}
+			return nil
+		}}, memory.Options{}).start()
+		id := h.enqueue(contentJob())
+		h.drain()
+		h.check(id, outcome{memory.StateFailed, 1, codes.QueueRefused})
+	})
+	for _, tc := range []struct {
+		decision mailqueue.Decision
+		want     outcome
+	}{
+		{mailqueue.DecideFail, outcome{memory.StateFailed, 1, codes.QueueMessageRefused}},
+		{mailqueue.DecideDeliveryUnknown, outcome{memory.StateDeliveryUnknown, 1, codes.DeliveryUnknown}},
+		{mailqueue.DecideRetry, outcome{memory.StateQueued, 1, codes.QueueSendFailed}},
+		{mailqueue.DecideByRules, outcome{memory.StateQueued, 0, codes.QueueOperatorFailed}},
+	} {
+		t.Run("Classify "+string(tc.decision), func(t *testing.T) {
+			var seen mail.Receipt
+			h := newHarness(t, mailqueue.WorkerConfig{Classify: func(r mail.Receipt, j *jobv1.Job) mailqueue.Decision {
+				seen = r
+				return tc.decision
+			}}, memory.Options{}).start()
+			h.tr.Script(receiptOf(mail.Auth, 535))
+			id := h.enqueue(contentJob())
+			h.drain()
+			h.check(id, tc.want)
+			if seen.Code != 535 {
+				t.Errorf("Classify saw %+v", seen)
+			}
+		})
+	}
+}
+
+// redeliver makes the job's runs end unsettled n times: each run's lease
+// runs out.
+func (h *harness) redeliver(n int) {
+	h.t.Helper()
+	for i := 0; i < n; i++ {
+		ls, err := h.mq.Source().Reserve(context.Background(), mailqueue.ReserveParams{Limit: 1, LeaseDuration: time.Minute})
+		if err != nil || len(ls) != 1 {
+			h.t.Fatalf("reserve: %v %d", err, len(ls))
+		}
+		h.fc.Advance(time.Minute)
+	}
+}
+
+func TestRedeliveries(t *testing.T) {
+	t.Run("more than MaxRedeliveries fail before rendering", func(t *testing.T) {
+		h := newHarness(t, mailqueue.WorkerConfig{Renderer: stubRenderer{err: errors.New("must not render")}}, memory.Options{})
+		id := h.enqueue(templateJob())
+		h.redeliver(4)
+		h.start().drain()
+		h.check(id, outcome{memory.StateDeliveryUnknown, 1, codes.QueueRedeliveryExhausted})
+	})
+	t.Run("MaxRedeliveries runs again are sent (policy send)", func(t *testing.T) {
+		h := newHarness(t, mailqueue.WorkerConfig{}, memory.Options{})
+		id := h.enqueue(contentJob())
+		h.redeliver(3)
+		h.start().drain()
+		h.check(id, outcome{memory.StateAccepted, 1, ""})
+		if len(h.logs.find(string(codes.QueueJobRedelivered))) != 1 {
+			t.Error("queue.job.redelivered not logged")
+		}
+	})
+	t.Run("policy delivery_unknown, the run before submitted", func(t *testing.T) {
+		h := newHarness(t, mailqueue.WorkerConfig{Redelivered: mailqueue.RedeliveredDeliveryUnknown}, memory.Options{})
+		id := h.enqueue(contentJob())
+		_ = h.sink.Record(context.Background(), mailqueue.AuditEvent{JobID: id, Attempt: 1, State: mailqueue.AuditSubmitted})
+		h.redeliver(1)
+		h.start().drain()
+		h.check(id, outcome{memory.StateDeliveryUnknown, 1, codes.QueueRedelivered})
+		if h.tr.Attempts() != 0 {
+			t.Error("sent again after a run that may have sent it")
+		}
+	})
+	t.Run("policy delivery_unknown, the run before never submitted", func(t *testing.T) {
+		h := newHarness(t, mailqueue.WorkerConfig{Redelivered: mailqueue.RedeliveredDeliveryUnknown}, memory.Options{})
+		id := h.enqueue(contentJob())
+		h.redeliver(1)
+		h.start().drain()
+		h.check(id, outcome{memory.StateAccepted, 1, ""})
+	})
+}
+
+func TestStopping(t *testing.T) {
+	t.Run("before the send: given back unspent", func(t *testing.T) {
+		h := newHarness(t, mailqueue.WorkerConfig{Renderer: stubRenderer{block: true}}, memory.Options{}).start()
+		id := h.enqueue(templateJob())
+		waitFor(t, func() bool { return h.job(id).State == memory.StateRunning })
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		if err := h.w.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		h.check(id, outcome{memory.StateQueued, 0, codes.QueueStopped})
+	})
+	t.Run("during the send: delivery unknown", func(t *testing.T) {
+		tr := &blockingTransport{started: make(chan struct{}, 1), release: make(chan struct{})}
+		h := newHarness(t, mailqueue.WorkerConfig{Transport: tr}, memory.Options{}).start()
+		id := h.enqueue(contentJob())
+		<-tr.started
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		if err := h.w.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		h.check(id, outcome{memory.StateDeliveryUnknown, 1, codes.QueueAborted})
+	})
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestAudit(t *testing.T) {
+	t.Run("the states of a job", func(t *testing.T) {
+		h := newHarness(t, mailqueue.WorkerConfig{}, memory.Options{}).start()
+		id := h.enqueue(contentJob())
+		h.drain()
+		if diff := cmp.Diff([]mailqueue.AuditState{"queued", "rendered", "submitted", "accepted"}, h.sink.States(id)); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+	})
+	t.Run("a failing sink is a warning", func(t *testing.T) {
+		var warned []codes.Code
+		var mu sync.Mutex
+		h := newHarness(t, mailqueue.WorkerConfig{}, memory.Options{})
+		q, err := mailqueue.New(mailqueue.Config{Driver: h.mq, Clock: h.fc, Logger: slog.New(h.logs), Audit: h.sink, OnWarning: func(c codes.Code, err error) {
+			mu.Lock()
+			warned = append(warned, c)
+			mu.Unlock()
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, _ := q.NewWorker(mailqueue.WorkerConfig{Transport: h.tr})
+		_ = w.Start()
+		defer w.Close(context.Background())
+		h.sink.SetFailing(errors.New("audit store down"))
+		r, err := q.Enqueue(context.Background(), contentJob())
+		if err != nil {
+			t.Fatal(err)
+		}
+		drain(t, h.mq)
+		h.check(r.ID, outcome{memory.StateAccepted, 1, ""})
+		mu.Lock()
+		defer mu.Unlock()
+		if len(warned) == 0 || warned[0] != codes.MailerAuditFailed {
+			t.Errorf("warnings %v, want MAILER_AUDIT_FAILED", warned)
+		}
+	})
+	t.Run("a strict sink that fails retries before the send", func(t *testing.T) {
+		h := newHarness(t, mailqueue.WorkerConfig{AuditStrict: true}, memory.Options{})
+		id := h.enqueue(contentJob())
+		h.sink.SetFailing(errors.New("audit store down"))
+		h.start().drain()
+		h.check(id, outcome{memory.StateQueued, 1, codes.AuditFailed})
+		if h.tr.Attempts() != 0 {
+			t.Error("sent without the audit")
+		}
+	})
+	t.Run("a strict sink that fails refuses the enqueue", func(t *testing.T) {
+		h := newHarness(t, mailqueue.WorkerConfig{}, memory.Options{})
+		q, _ := mailqueue.New(mailqueue.Config{Driver: h.mq, Clock: h.fc, Logger: slog.New(h.logs), Audit: h.sink, AuditStrict: true})
+		h.sink.SetFailing(errors.New("audit store down"))
+		_, err := q.Enqueue(context.Background(), contentJob())
+		if mailqueue.CodeOf(err) != codes.AuditFailed || len(h.mq.List()) != 0 {
+			t.Errorf("got %v with %d jobs stored; want audit.failed and none", err, len(h.mq.List()))
+		}
+	})
+}
+
+func TestRateLimitScopes(t *testing.T) {
+	rateLimited := mail.Receipt{Category: mail.RateLimited, Code: 429, RetryAfter: time.Minute}
+	tenantJob := func(tenant, key string) *jobv1.Job {
+		j := contentJob()
+		j.TenantID, j.IdempotencyKey = tenant, key
+		return j
+	}
+	t.Run("queue", func(t *testing.T) {
+		h := newHarness(t, mailqueue.WorkerConfig{RateLimitScope: mailqueue.RateLimitQueue}, memory.Options{}).start()
+		h.tr.Script(rateLimited)
+		first := h.enqueue(tenantJob("a", "1"))
+		h.drain()
+		h.check(first, outcome{memory.StateQueued, 0, codes.QueueRateLimited})
+		other := h.enqueue(tenantJob("b", "2"))
+		h.mq.Wake()
+		h.drain()
+		h.check(other, outcome{memory.StateQueued, 0, ""})
+		if err := h.q.Resume(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		h.drain()
+		h.check(other, outcome{memory.StateAccepted, 1, ""})
+	})
+	t.Run("tenant", func(t *testing.T) {
+		h := newHarness(t, mailqueue.WorkerConfig{RateLimitScope: mailqueue.RateLimitTenant}, memory.Options{}).start()
+		h.tr.Script(rateLimited)
+		first := h.enqueue(tenantJob("a", "1"))
+		h.drain()
+		h.check(first, outcome{memory.StateQueued, 0, codes.QueueRateLimited})
+		sameTenant := h.enqueue(tenantJob("a", "2"))
+		otherTenant := h.enqueue(tenantJob("b", "3"))
+		h.drain()
+		h.check(otherTenant, outcome{memory.StateAccepted, 1, ""})
+		h.check(sameTenant, outcome{memory.StateQueued, 0, ""})
+		if err := h.q.ResumeTenant(context.Background(), "a"); err != nil {
+			t.Fatal(err)
+		}
+		h.drain()
+		h.check(sameTenant, outcome{memory.StateAccepted, 1, ""})
+		// The first job waits for its own Retry-After, then goes.
+		h.fc.Advance(2 * time.Minute)
+		h.mq.Wake()
+		h.drain()
+		h.check(first, outcome{memory.StateAccepted, 1, ""})
+	})
+}
