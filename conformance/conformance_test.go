@@ -1,0 +1,117 @@
+package conformance_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alexify/mailer/clock"
+	"github.com/alexify/mailer/conformance"
+	"github.com/alexify/mailer/drivers/memory"
+	"github.com/alexify/mailer/mailqueue"
+)
+
+func memoryHarness(t *testing.T) conformance.Harness {
+	fc := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	src := memory.NewSource(memory.Options{Clock: fc})
+	return conformance.Harness{Source: src, Now: fc.Now, Advance: fc.Advance, DedupeWindow: memory.DefaultDedupeWindow, RetainFailed: memory.DefaultRetainFailed}
+}
+
+// TestMemorySource holds the memory source to the contract.
+func TestMemorySource(t *testing.T) {
+	conformance.TestSource(t, memoryHarness)
+}
+
+// TestMemorySourceRealClock runs the contract on the wall clock, as a
+// source on a server runs it.
+func TestMemorySourceRealClock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sleeps through leases; -short")
+	}
+	conformance.TestSource(t, func(t *testing.T) conformance.Harness {
+		return conformance.Harness{Source: memory.NewSource(memory.Options{})}
+	})
+}
+
+// brokenSources are sources that break the contract in one way each; the
+// suite must fail on every one.
+var brokenSources = map[string]func(mailqueue.Source) mailqueue.Source{
+	"ignores the token": func(s mailqueue.Source) mailqueue.Source { return ignoreToken{s} },
+	"spends an attempt on release": func(s mailqueue.Source) mailqueue.Source {
+		return releaseAsRetry{s}
+	},
+}
+
+// ignoreToken settles with whatever token the job holds now.
+type ignoreToken struct{ mailqueue.Source }
+
+func (s ignoreToken) current(id string) string { return tokens.get(id) }
+
+func (s ignoreToken) Reserve(ctx context.Context, p mailqueue.ReserveParams) ([]*mailqueue.Lease, error) {
+	ls, err := s.Source.Reserve(ctx, p)
+	for _, l := range ls {
+		tokens.set(l.ID, l.Token)
+	}
+	return ls, err
+}
+func (s ignoreToken) Ack(ctx context.Context, p mailqueue.AckParams) (bool, error) {
+	p.Token = s.current(p.ID)
+	return s.Source.Ack(ctx, p)
+}
+func (s ignoreToken) Extend(ctx context.Context, p mailqueue.ExtendParams) (bool, error) {
+	p.Token = s.current(p.ID)
+	return s.Source.Extend(ctx, p)
+}
+func (s ignoreToken) Retry(ctx context.Context, p mailqueue.RetryParams) (bool, error) {
+	p.Token = s.current(p.ID)
+	return s.Source.Retry(ctx, p)
+}
+func (s ignoreToken) Fail(ctx context.Context, p mailqueue.FailParams) (bool, error) {
+	p.Token = s.current(p.ID)
+	return s.Source.Fail(ctx, p)
+}
+func (s ignoreToken) Release(ctx context.Context, p mailqueue.ReleaseParams) (bool, error) {
+	p.Token = s.current(p.ID)
+	return s.Source.Release(ctx, p)
+}
+
+// releaseAsRetry spends an attempt on each release.
+type releaseAsRetry struct{ mailqueue.Source }
+
+func (s releaseAsRetry) Release(ctx context.Context, p mailqueue.ReleaseParams) (bool, error) {
+	return s.Source.Retry(ctx, mailqueue.RetryParams{ID: p.ID, Token: p.Token, Delay: p.Delay, Code: p.Code})
+}
+
+// TestBrokenSourcesFail runs the suite on each broken source in a child
+// process and expects it to fail, naming the subtest that catches it.
+func TestBrokenSourcesFail(t *testing.T) {
+	if name := os.Getenv("CONFORMANCE_BROKEN"); name != "" {
+		wrap := brokenSources[name]
+		conformance.TestSource(t, func(t *testing.T) conformance.Harness {
+			h := memoryHarness(t)
+			h.Source = wrap(h.Source)
+			return h
+		})
+		return
+	}
+	want := map[string]string{
+		"ignores the token":            "Fencing/StaleToken",
+		"spends an attempt on release": "Settle/ReleaseSpendsNoAttempt",
+	}
+	for name := range brokenSources {
+		t.Run(name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenSourcesFail$", "-test.v")
+			cmd.Env = append(os.Environ(), "CONFORMANCE_BROKEN="+name)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("the suite passed a source that %s:\n%s", name, out)
+			}
+			if !strings.Contains(string(out), "--- FAIL: TestBrokenSourcesFail/"+want[name]) {
+				t.Errorf("the suite did not fail %s for a source that %s:\n%s", want[name], name, out)
+			}
+		})
+	}
+}
