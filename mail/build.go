@@ -65,6 +65,15 @@ var reservedHeaders = []string{
 // break the message), so the returned message draws random ones: use
 // Message.Bytes or Message.WriteTo for the canonical, deterministic bytes.
 //
+// Every address must parse as one RFC 5322 mailbox whose addr-spec is a
+// dot-string (DotString): a quoted local part is refused, as it could not
+// go into the SMTP envelope unchanged. A display name that is not ASCII is
+// encoded (RFC 2047, in the display name only); an address that is not ASCII
+// is written as it is (RFC 6532): an SMTP transport gives a server without
+// SMTPUTF8 the message of Message.ASCII instead. A Message-ID or Content-ID
+// on an internationalized domain is written with the domain in A-labels
+// (punycode).
+//
 // Errors wrap ErrInvalidMessage.
 func Build(msg *Message) (*gomail.Msg, error) {
 	if msg == nil {
@@ -73,7 +82,8 @@ func Build(msg *Message) (*gomail.Msg, error) {
 	if msg.MessageID == "" {
 		return nil, invalid("message id: required")
 	}
-	if !messageIDPattern.MatchString(msg.MessageID) {
+	messageID, err := asciiID(msg.MessageID)
+	if err != nil || !messageIDPattern.MatchString(messageID) {
 		return nil, invalid("message id: not of the form <left@right>")
 	}
 	if msg.Date.IsZero() {
@@ -111,7 +121,7 @@ func Build(msg *Message) (*gomail.Msg, error) {
 	}
 
 	m := gomail.NewMsg(gomail.WithNoDefaultUserAgent())
-	m.SetMessageIDWithValue(strings.TrimSuffix(strings.TrimPrefix(msg.MessageID, "<"), ">"))
+	m.SetMessageIDWithValue(strings.TrimSuffix(strings.TrimPrefix(messageID, "<"), ">"))
 	m.SetDateWithValue(msg.Date.UTC())
 	m.FromMailAddress(from)
 	if len(to) > 0 {
@@ -209,10 +219,11 @@ func attachmentOptions(i int, a Attachment) ([]gomail.FileOption, error) {
 		opts = append(opts, gomail.WithFileContentType("application/octet-stream"))
 	}
 	if a.ContentID != "" {
-		if !contentIDPattern.MatchString(a.ContentID) {
+		cid, err := asciiID(a.ContentID)
+		if err != nil || !contentIDPattern.MatchString(cid) {
 			return nil, invalid("attachment[%d]: bad content id (give it without angle brackets)", i)
 		}
-		opts = append(opts, gomail.WithFileContentID("<"+a.ContentID+">"))
+		opts = append(opts, gomail.WithFileContentID("<"+cid+">"))
 	} else if a.Inline {
 		return nil, invalid("attachment[%d]: inline without a content id", i)
 	}
@@ -220,6 +231,31 @@ func attachmentOptions(i int, a Attachment) ([]gomail.FileOption, error) {
 }
 
 func hasCRLF(s string) bool { return strings.ContainsAny(s, "\r\n") }
+
+// asciiID returns a Message-ID ("<left@right>") or a Content-ID
+// ("left@right") with a right side that is an internationalized domain
+// name in A-labels (punycode): the queue derives both on the domain of
+// From, which may be an IDN. An ASCII id comes back unchanged.
+func asciiID(id string) (string, error) {
+	if isASCII(id) {
+		return id, nil
+	}
+	angled := strings.HasPrefix(id, "<") && strings.HasSuffix(id, ">")
+	bare := strings.TrimSuffix(strings.TrimPrefix(id, "<"), ">")
+	left, right, ok := splitAddress(bare)
+	if !ok || !isASCII(left) {
+		return "", invalid("id: not ASCII")
+	}
+	d, err := ASCIIDomain(right)
+	if err != nil {
+		return "", err
+	}
+	out := left + "@" + d
+	if angled {
+		out = "<" + out + ">"
+	}
+	return out, nil
+}
 
 func parseAddress(field, s string) (*netmail.Address, error) {
 	if s == "" {
@@ -229,6 +265,9 @@ func parseAddress(field, s string) (*netmail.Address, error) {
 	if err != nil {
 		// Not the parser's error: it may quote the input.
 		return nil, invalid("%s: not a single RFC 5322 address", field)
+	}
+	if !DotString(a.Address) {
+		return nil, invalid("%s: a quoted local part or a character an SMTP path cannot carry (see DotString)", field)
 	}
 	return a, nil
 }

@@ -37,7 +37,8 @@ type AuditEvent struct {
 	At time.Time
 	// Attempt is the attempt's number (0 at the enqueue).
 	Attempt int
-	// Code and Reason tell why, for a failure or a retry.
+	// Code is the code of a failure or a retry, and Reason what it said
+	// (never an address).
 	Code   codes.Code
 	Reason string
 	// TenantID and CorrelationID are the job's, when it has them.

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf16"
-	"unicode/utf8"
 )
 
 // canonicalJSON writes v, a JSON value as json.Decoder with UseNumber gives
@@ -41,6 +40,11 @@ func writeCanonical(b *bytes.Buffer, v any) error {
 	case string:
 		writeCanonicalString(b, x)
 	case json.Number:
+		if plainInteger(string(x)) {
+			// ECMAScript writes an integer below 10^15 as its digits.
+			b.WriteString(string(x))
+			return nil
+		}
 		f, err := strconv.ParseFloat(string(x), 64)
 		if err != nil {
 			return fmt.Errorf("canonical JSON: number %q: %w", x, err)
@@ -92,38 +96,86 @@ func writeCanonical(b *bytes.Buffer, v any) error {
 }
 
 // compareUTF16 orders strings by their UTF-16 code units (RFC 8785 section
-// 3.2.3), which differs from byte order for characters above U+FFFF.
+// 3.2.3). That is the byte order of their UTF-8 except between a character
+// above U+FFFF and one from U+E000 to U+FFFF, whose UTF-8 starts with a byte
+// of 0xEE or more: only names holding such bytes take the slow way.
 func compareUTF16(a, b string) int {
+	if !hasHighBytes(a) && !hasHighBytes(b) {
+		return strings.Compare(a, b)
+	}
 	return slices.Compare(utf16.Encode([]rune(a)), utf16.Encode([]rune(b)))
 }
 
+func hasHighBytes(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0xEE {
+			return true
+		}
+	}
+	return false
+}
+
+// writeCanonicalString writes s as JSON with the fewest escapes (RFC 8785
+// section 3.2.2.2): only '"', '\\' and the control characters are escaped,
+// the short forms where JSON has them; every other character goes as its
+// UTF-8. Runs of bytes that need no escape are copied whole.
 func writeCanonicalString(b *bytes.Buffer, s string) {
 	b.WriteByte('"')
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == '"':
-			b.WriteString(`\"`)
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\b':
-			b.WriteString(`\b`)
-		case r == '\f':
-			b.WriteString(`\f`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20:
-			fmt.Fprintf(b, `\u%04x`, r)
-		default:
-			b.WriteString(s[i : i+size])
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
 		}
-		i += size
+		b.WriteString(s[start:i])
+		switch c {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\f':
+			b.WriteString(`\f`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			const hex = "0123456789abcdef"
+			b.WriteString(`\u00`)
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&0xf])
+		}
+		start = i + 1
 	}
+	b.WriteString(s[start:])
 	b.WriteByte('"')
+}
+
+// plainInteger reports whether s is an integer of at most 15 digits written
+// without sign, leading zero, fraction or exponent: a number every JSON
+// parser keeps exactly and ECMAScript writes back the same. "-0" is not one
+// (it is written "0").
+func plainInteger(s string) bool {
+	if s == "" || len(s) > 16 {
+		return false
+	}
+	d := s
+	if d[0] == '-' {
+		d = d[1:]
+	}
+	if d == "" || len(d) > 15 || d[0] == '0' {
+		return s == "0"
+	}
+	for i := 0; i < len(d); i++ {
+		if d[i] < '0' || d[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // esNumber writes f as ECMAScript's Number.prototype.toString does

@@ -7,7 +7,94 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/alexify/mailer/gen/jobv1"
 )
+
+// maxContextDepth is how deep a context may nest: deeper values would not
+// decode in every JSON parser.
+const maxContextDepth = 64
+
+// checkValues refuses what a job's Go values hold that its JSON would not
+// keep: the context's values (checkContext), strings that are not UTF-8
+// (JSON would replace their bytes with U+FFFD), and times whose year is not
+// 1 to 9999 (RFC 3339 cannot write them).
+func checkValues(job *jobv1.Job) []FieldError {
+	errs := checkContext(job.Context)
+	v := reflect.ValueOf(job).Elem()
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "context" || name == "" || name == "-" {
+			continue
+		}
+		errs = append(errs, checkStrings(v.Field(i), "/"+name)...)
+	}
+	return errs
+}
+
+var timeType = reflect.TypeFor[time.Time]()
+
+// checkStrings walks a value of the job (not its context) for strings that
+// are not UTF-8 and times out of RFC 3339's range.
+func checkStrings(v reflect.Value, ptr string) []FieldError {
+	bad := func(reason string) []FieldError {
+		return []FieldError{{Pointer: ptr, Path: pathOf(ptr), Rule: "json", Reason: reason}}
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return nil
+		}
+		return checkStrings(v.Elem(), ptr)
+	case reflect.String:
+		if !utf8.ValidString(v.String()) {
+			return bad("is not valid UTF-8")
+		}
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return nil // bytes, written as base64
+		}
+		var errs []FieldError
+		for i := 0; i < v.Len(); i++ {
+			errs = append(errs, checkStrings(v.Index(i), ptr+"/"+strconv.Itoa(i))...)
+		}
+		return errs
+	case reflect.Map:
+		var errs []FieldError
+		iter := v.MapRange()
+		for iter.Next() {
+			k := iter.Key().String()
+			if !utf8.ValidString(k) {
+				errs = append(errs, bad("has a name that is not valid UTF-8")...)
+				continue
+			}
+			errs = append(errs, checkStrings(iter.Value(), ptr+"/"+pointerEscape(k))...)
+		}
+		return errs
+	case reflect.Struct:
+		if v.Type() == timeType {
+			if y := v.Interface().(time.Time).UTC().Year(); y < 1 || y > 9999 {
+				return bad("is a time whose year is not 1 to 9999, which RFC 3339 cannot write")
+			}
+			return nil
+		}
+		var errs []FieldError
+		t := v.Type()
+		for i := 0; i < t.NumField(); i++ {
+			name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+			if name == "" || name == "-" || !t.Field(i).IsExported() {
+				continue
+			}
+			errs = append(errs, checkStrings(v.Field(i), ptr+"/"+name)...)
+		}
+		return errs
+	}
+	return nil
+}
 
 // maxSafeInteger is the largest integer a JSON number keeps exactly in every
 // language (2^53 - 1, ECMAScript's Number.MAX_SAFE_INTEGER).
@@ -33,8 +120,9 @@ func checkContext(ctx map[string]any) []FieldError {
 }
 
 type contextChecker struct {
-	seen map[uintptr]bool
-	errs []FieldError
+	seen  map[uintptr]bool
+	errs  []FieldError
+	depth int
 }
 
 func (c *contextChecker) fail(pointer, reason string) {
@@ -44,6 +132,12 @@ func (c *contextChecker) fail(pointer, reason string) {
 func (c *contextChecker) walk(v reflect.Value, ptr string) {
 	if !v.IsValid() {
 		return // nil
+	}
+	c.depth++
+	defer func() { c.depth-- }()
+	if c.depth > maxContextDepth+1 {
+		c.fail(ptr, "nests deeper than "+strconv.Itoa(maxContextDepth)+" levels")
+		return
 	}
 	t := v.Type()
 	if t == rawMessageType {
@@ -83,7 +177,11 @@ func (c *contextChecker) walk(v reflect.Value, ptr string) {
 		}
 		c.walk(v.Elem(), ptr)
 		delete(c.seen, v.Pointer())
-	case reflect.Bool, reflect.String:
+	case reflect.Bool:
+	case reflect.String:
+		if !utf8.ValidString(v.String()) {
+			c.fail(ptr, "is not valid UTF-8, which JSON would not keep")
+		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		if n := v.Int(); n > maxSafeInteger || n < -maxSafeInteger {
 			c.fail(ptr, "is an integer beyond 2^53, which JSON numbers do not keep exactly (pass a string)")
@@ -128,7 +226,12 @@ func (c *contextChecker) walk(v reflect.Value, ptr string) {
 		}
 		iter := v.MapRange()
 		for iter.Next() {
-			c.walk(iter.Value(), ptr+"/"+pointerEscape(iter.Key().String()))
+			k := iter.Key().String()
+			if !utf8.ValidString(k) {
+				c.fail(ptr, "has a key that is not valid UTF-8, which JSON would not keep")
+				continue
+			}
+			c.walk(iter.Value(), ptr+"/"+pointerEscape(k))
 		}
 		delete(c.seen, v.Pointer())
 	case reflect.Struct:

@@ -79,6 +79,7 @@ func (a Action) String() string {
 
 // Outcome is what the handler decided for one run.
 type Outcome struct {
+	// Action is what the driver does with the job.
 	Action Action
 	// Delay is, for Retry and Release, how long the job waits.
 	Delay time.Duration

@@ -1,6 +1,7 @@
 package mailqueue
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,7 +17,7 @@ func (q *Queue) prepare(in *jobv1.Job) (NewJob, Result, *Error) {
 		return NewJob{}, Result{}, newError(codes.QueueInvalidJob, "the job is nil")
 	}
 	job := *in // a shallow copy: the slices we change are copied below
-	if fe := checkContext(job.Context); len(fe) > 0 {
+	if fe := checkValues(&job); len(fe) > 0 {
 		return NewJob{}, Result{}, fieldsError(codes.QueueInvalidJob, fe)
 	}
 	if job.V == 0 {
@@ -79,6 +80,26 @@ func (q *Queue) prepare(in *jobv1.Job) (NewJob, Result, *Error) {
 		return NewJob{}, Result{}, e
 	}
 	obj["hash"] = hash
+	// The queue owns kid and mac: a producer's are dropped, then the job is
+	// sealed and signed, the mac over what is stored (docs/wire.md).
+	delete(obj, "kid")
+	delete(obj, "mac")
+	if q.cfg.Codec != nil {
+		// prepare has no ctx of its caller yet (queue.go); the codec's
+		// Encode gets one that is never cancelled.
+		sealed, err := seal(context.Background(), q.cfg.Codec, obj)
+		if err != nil {
+			e := newError(codes.QueueCodecFailed, "the codec could not seal the job")
+			e.Err = err
+			return NewJob{}, Result{}, e
+		}
+		obj = sealed
+	}
+	if err := sign(q.cfg.SigningKeys, obj); err != nil {
+		e := newError(codes.QueueInvalidJob, "the job has no canonical JSON")
+		e.Err = err
+		return NewJob{}, Result{}, e
+	}
 	data, err := canonicalJSON(obj)
 	if err != nil {
 		e := newError(codes.QueueInvalidJob, "the job has no canonical JSON")

@@ -93,6 +93,16 @@ func TestEnqueueRefusals(t *testing.T) {
 		{"inline attachments over the default 256 KiB", func(j *jobv1.Job) {
 			j.Attachments = []jobv1.Attachment{{Filename: "a.bin", Content: make([]byte, 200<<10)}, {Filename: "b.bin", Content: make([]byte, 100<<10)}}
 		}, mailqueue.Config{MaxJobBytes: 1 << 20}, "attachments", "/attachments", "maxInlineAttachmentBytes"},
+		{"a subject that is not UTF-8", func(j *jobv1.Job) { j.Subject = "Caf\xe9" }, mailqueue.Config{}, "subject", "/subject", "json"},
+		{"a context string that is not UTF-8", func(j *jobv1.Job) { j.Context = map[string]any{"name": "Ren\xe9"} }, mailqueue.Config{}, "context.name", "/context/name", "json"},
+		{"a time past year 9999", func(j *jobv1.Job) { far := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC); j.ScheduledAt = &far }, mailqueue.Config{}, "scheduledAt", "/scheduledAt", "json"},
+		{"a context nested too deep", func(j *jobv1.Job) {
+			var v any = "leaf"
+			for i := 0; i < 100; i++ {
+				v = []any{v}
+			}
+			j.Context = map[string]any{"deep": v}
+		}, mailqueue.Config{}, "", "", "json"},
 		{"an attachment by reference with content", func(j *jobv1.Job) {
 			j.Attachments = []jobv1.Attachment{{Ref: "invoices/1.pdf", Content: []byte("x")}}
 		}, mailqueue.Config{}, "attachments[0].content", "/attachments/0/content", "not"},
@@ -109,6 +119,13 @@ func TestEnqueueRefusals(t *testing.T) {
 			}
 			got := []string{string(e.Code), e.Path, e.Pointer, e.Fields[0].Rule}
 			want := []string{string(codes.QueueInvalidJob), tc.wantPath, tc.wantPointer, tc.wantRule}
+			if tc.name == "a context nested too deep" {
+				// The path is the 65th level down: check its start only.
+				want[1], want[2] = e.Path, e.Pointer
+				if !strings.HasPrefix(e.Path, "context.deep[0][0]") {
+					t.Errorf("path %q", e.Path)
+				}
+			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("code, path, pointer, rule (-want +got):\n%s\nerror: %v", diff, err)
 			}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/alexify/mailer/gen/codes"
+	"github.com/alexify/mailer/mail"
 )
 
 // Error is a refusal or a failure with a code from schema/codes.yaml.
@@ -55,8 +56,10 @@ func (e *Error) Error() string {
 		b.WriteString(")")
 	}
 	if e.Path != "" {
+		// A path is made of the job's own keys, which may hold anything:
+		// never let it quote an address.
 		b.WriteString(" at ")
-		b.WriteString(e.Path)
+		b.WriteString(mail.Redact(e.Path))
 	}
 	if e.Reason != "" {
 		b.WriteString(": ")

@@ -110,6 +110,9 @@ func New(cfg Config) (*Queue, error) {
 	if cfg.IDSecret != nil && len(cfg.IDSecret) < 32 {
 		return nil, errors.New("mailqueue: Config.IDSecret must be at least 32 bytes")
 	}
+	if err := checkSigningKeys(cfg.SigningKeys); err != nil {
+		return nil, err
+	}
 	if cfg.GenerateID == nil {
 		cfg.GenerateID = uuid.NewString
 	}
@@ -139,6 +142,10 @@ type Result struct {
 	// Duplicate is true when the same message was enqueued before under the
 	// same key: nothing new was stored.
 	Duplicate bool
+	// KeyReused is true, in the results EnqueueMany returns with a
+	// queue.key_reused error, for a job refused because its key was
+	// enqueued before for another message: nothing was stored for it.
+	KeyReused bool
 }
 
 // Enqueue checks job and stores it. Nothing is stored when the job is
@@ -186,7 +193,7 @@ func (q *Queue) EnqueueMany(ctx context.Context, jobs []*jobv1.Job) ([]Result, e
 	}
 	if q.cfg.Audit != nil {
 		for i := range prepared {
-			err := q.cfg.Audit.Record(ctx, AuditEvent{JobID: prepared[i].ID, State: AuditQueued, At: q.cfg.Clock.Now(), TenantID: prepared[i].TenantID})
+			err := q.cfg.Audit.Record(ctx, AuditEvent{JobID: prepared[i].ID, State: AuditQueued, At: q.cfg.Clock.Now(), TenantID: prepared[i].TenantID, CorrelationID: jobs[i].CorrelationID})
 			if err != nil {
 				q.log.Warn(string(codes.QueueAuditFailed), "job_id", prepared[i].ID, "err", err)
 				q.warn(codes.MailerAuditFailed, err, "job_id", prepared[i].ID)
@@ -210,6 +217,7 @@ func (q *Queue) EnqueueMany(ctx context.Context, jobs []*jobv1.Job) ([]Result, e
 		switch {
 		case s.Conflict:
 			reused = append(reused, s.ID)
+			results[i].KeyReused = true
 		case s.Duplicate:
 			results[i].Duplicate = true
 			q.log.Debug(string(codes.QueueDuplicate), "job_id", s.ID)

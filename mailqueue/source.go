@@ -11,9 +11,10 @@ import (
 
 // Source is the smallest store contract (the spec's QueueSource): a store
 // that keeps jobs and lends them out under leases. The polling driver
-// (drivers/polling) turns any Source into a Driver; the memory queue, the
-// Redis driver and the outboxes are Sources, and conformance.TestSource holds
-// each to the same semantics.
+// (drivers/polling) turns any Source into a Driver; the memory queue
+// (drivers/memory) and the Redis driver (drivers/redis) are Sources, and
+// conformance.TestSource (package conformance) holds each to the same
+// semantics.
 //
 // This interface is a public promise: outsiders implement it. Every method
 // takes ctx first and a params struct, so fields can be added without
@@ -104,8 +105,9 @@ type Lease struct {
 	// Redeliveries counts the runs of the job that ended unsettled (their
 	// lease ran out), this one excluded.
 	Redeliveries int
-	// Priority and TenantID are those the job was enqueued with.
+	// Priority is the job's priority.
 	Priority jobv1.Priority
+	// TenantID is the job's tenant; empty for none.
 	TenantID string
 	// EnqueuedAt is when the job was enqueued.
 	EnqueuedAt time.Time
@@ -115,6 +117,7 @@ type Lease struct {
 
 // ExtendParams are the arguments of Source.Extend.
 type ExtendParams struct {
+	// ID is the job's id; Token the token of the lease that settles it.
 	ID, Token string
 	// Duration is the new length of the lease, from now.
 	Duration time.Duration
@@ -122,11 +125,13 @@ type ExtendParams struct {
 
 // AckParams are the arguments of Source.Ack.
 type AckParams struct {
+	// ID is the job's id; Token the token of the lease that settles it.
 	ID, Token string
 }
 
 // RetryParams are the arguments of Source.Retry.
 type RetryParams struct {
+	// ID is the job's id; Token the token of the lease that settles it.
 	ID, Token string
 	// Delay is how long from now the job waits before it is due again.
 	Delay time.Duration
@@ -137,6 +142,7 @@ type RetryParams struct {
 
 // FailParams are the arguments of Source.Fail.
 type FailParams struct {
+	// ID is the job's id; Token the token of the lease that settles it.
 	ID, Token string
 	// State is codes.StateFailed or codes.StateDeliveryUnknown.
 	State  codes.State
@@ -146,6 +152,7 @@ type FailParams struct {
 
 // ReleaseParams are the arguments of Source.Release.
 type ReleaseParams struct {
+	// ID is the job's id; Token the token of the lease that settles it.
 	ID, Token string
 	// Delay is how long from now the job waits before it is due again.
 	Delay  time.Duration

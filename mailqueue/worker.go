@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/alexify/mailer/gen/codes"
@@ -65,7 +66,9 @@ type ResolveInfo struct {
 
 // WorkerConfig configures a worker. A zero field takes the spec's default.
 type WorkerConfig struct {
-	// Transport sends the messages. Required.
+	// Transport sends the messages. Required. A send that fails with an
+	// error that is not a *mail.Error is taken as retryable: a transport
+	// whose send may have gone must say mail.DeliveryUnknown.
 	Transport mail.Transport
 	// Renderer renders template jobs; a template job fails with
 	// render.no_renderer when nil.
@@ -117,12 +120,16 @@ const (
 	RateLimitTenant RateLimitScope = "tenant"
 )
 
-// Worker runs the jobs of a queue's driver.
+// Worker runs the jobs of a queue's driver. Its methods are safe for
+// concurrent use.
 type Worker struct {
-	q      *Queue
-	cfg    WorkerConfig
-	log    *slog.Logger
+	q   *Queue
+	cfg WorkerConfig
+	log *slog.Logger
+
+	mu     sync.Mutex
 	runner Runner
+	closed bool
 }
 
 // NewWorker returns a worker of the queue's jobs. It returns an error when
@@ -165,6 +172,11 @@ func (q *Queue) NewWorker(cfg WorkerConfig) (*Worker, error) {
 
 // Start starts running jobs on the queue's driver. It returns at once.
 func (w *Worker) Start() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return errors.New("mailqueue: worker closed")
+	}
 	if w.runner != nil {
 		return errors.New("mailqueue: worker started already")
 	}
@@ -179,11 +191,20 @@ func (w *Worker) Start() error {
 // Close stops reserving jobs, waits for the jobs in flight until ctx is done
 // (30 seconds when ctx has no deadline), then aborts them: a job not yet
 // sent is given back, its attempt not spent.
+//
+// The polling driver then waits as long again for the aborted runs to
+// settle, so Close may take up to twice the timeout; a run still going then
+// is logged (queue.close_abandoned) and Close returns an error. Close may be
+// called more than once; a closed worker does not start again.
 func (w *Worker) Close(ctx context.Context) error {
-	if w.runner == nil {
+	w.mu.Lock()
+	w.closed = true
+	r := w.runner
+	w.mu.Unlock()
+	if r == nil {
 		return nil
 	}
-	return w.runner.Close(ctx)
+	return r.Close(ctx)
 }
 
 // run holds what one run knows of its job, for the log and the audit.
@@ -200,7 +221,7 @@ func (w *Worker) Handle(ctx context.Context, lease *Lease) (out Outcome) {
 	w.log.Debug(string(codes.QueueJobStarted), "job_id", lease.ID, "attempt", lease.Attempt)
 	defer func() {
 		if p := recover(); p != nil {
-			w.log.Error(string(codes.QueueWorkerError), "job_id", lease.ID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			w.log.Error(string(codes.QueueWorkerError), "job_id", lease.ID, "panic", mail.Redact(fmt.Sprint(p)), "stack", string(debug.Stack()))
 			out = w.fail(ctx, r, codes.QueueThrown, codes.StateFailed, fmt.Sprintf("the worker panicked: %v", p))
 		}
 	}()
@@ -219,6 +240,9 @@ func (w *Worker) handle(ctx context.Context, r *run) Outcome {
 	job := r.job
 	if w.cfg.CheckJob != nil {
 		if err := w.cfg.CheckJob(ctx, job); err != nil {
+			if ctx.Err() != nil {
+				return w.release(r, codes.QueueStopped, 0, "the worker stopped during CheckJob")
+			}
 			return w.fail(ctx, r, codes.QueueRefused, codes.StateFailed, "CheckJob refused the job: "+err.Error())
 		}
 	}
@@ -290,6 +314,9 @@ func (w *Worker) message(ctx context.Context, r *run) (*mail.Message, Outcome, b
 				return nil, w.fail(ctx, r, codes.QueueAttachmentUnresolved, codes.StateFailed, fmt.Sprintf("attachment %d is by reference, and the worker has no ResolveAttachment", i)), false
 			}
 			data, err := w.cfg.ResolveAttachment(ctx, a.Ref, ResolveInfo{Job: job, Attachment: a})
+			if err != nil && ctx.Err() != nil {
+				return nil, w.release(r, codes.QueueStopped, 0, "the worker stopped while an attachment was resolved"), false
+			}
 			if err != nil || len(data) == 0 {
 				reason := fmt.Sprintf("ResolveAttachment gave no content for attachment %d", i)
 				if err != nil {
@@ -304,9 +331,9 @@ func (w *Worker) message(ctx context.Context, r *run) (*mail.Message, Outcome, b
 		}
 		msg.Attachments = append(msg.Attachments, att)
 	}
-	if _, err := mail.Build(msg); err != nil {
-		return nil, w.fail(ctx, r, codes.QueueInvalidMessage, codes.StateFailed, "the job does not make a message: "+err.Error()), false
-	}
+	// The message is built once, by the transport (mail.Build): a job that
+	// does not make a message fails there with mail.ErrInvalidMessage, and
+	// settle fails it with queue.invalid_message.
 	return msg, Outcome{}, true
 }
 
@@ -333,7 +360,7 @@ func (w *Worker) send(ctx context.Context, msg *mail.Message) (receipt mail.Rece
 	defer func() {
 		if p := recover(); p != nil {
 			thrown = fmt.Sprintf("the transport panicked: %v", p)
-			w.log.Error(string(codes.QueueThrown), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			w.log.Error(string(codes.QueueThrown), "job_id", msg.IdempotencyKey, "panic", mail.Redact(fmt.Sprint(p)), "stack", string(debug.Stack()))
 		}
 	}()
 	receipt, err = w.cfg.Transport.Send(ctx, msg)
@@ -346,6 +373,9 @@ func (w *Worker) settle(ctx context.Context, r *run, receipt mail.Receipt, err e
 	var me *mail.Error
 	if err != nil && errors.As(err, &me) {
 		receipt = me.Receipt
+	}
+	if errors.Is(err, mail.ErrInvalidMessage) {
+		return w.fail(ctx, r, codes.QueueInvalidMessage, codes.StateFailed, "the job does not make a message: "+err.Error())
 	}
 	if err != nil && me == nil {
 		receipt = mail.Receipt{Category: mail.Retryable, Reason: mail.Redact(err.Error())}
@@ -374,7 +404,13 @@ func (w *Worker) settle(ctx context.Context, r *run, receipt mail.Receipt, err e
 	}
 	switch receipt.Category {
 	case mail.Accepted:
-		w.log.Info(string(codes.QueueJobCompleted), "job_id", r.lease.ID, "attempt", r.lease.Attempt, "code", receipt.Code)
+		if n := len(receipt.Refused); n > 0 {
+			// Partial refusal: the accepted recipients got the message (the
+			// transport's documented rule); say how many did not, never who.
+			w.log.Warn(string(codes.QueueJobCompleted), "job_id", r.lease.ID, "attempt", r.lease.Attempt, "code", receipt.Code, "refused_recipients", n)
+		} else {
+			w.log.Info(string(codes.QueueJobCompleted), "job_id", r.lease.ID, "attempt", r.lease.Attempt, "code", receipt.Code)
+		}
 		w.audit(ctx, r, AuditAccepted, "", "")
 		return Outcome{Action: Ack}
 	case mail.DeliveryUnknown:

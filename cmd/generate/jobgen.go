@@ -35,11 +35,16 @@ func render(f *jen.File) ([]byte, error) {
 
 // genJob writes the files of package m.pkg, keyed by their path under dir.
 func genJob(m *jobModel, dir string) (map[string][]byte, error) {
+	fast, err := m.fastFile()
+	if err != nil {
+		return nil, fmt.Errorf("the validator's fast path: %w", err)
+	}
 	files := map[string]*jen.File{
 		"types.gen.go":    m.typesFile(),
 		"schema.gen.go":   m.schemaFile(),
 		"decode.gen.go":   m.decodeFile(),
 		"validate.gen.go": m.validateFile(),
+		"fast.gen.go":     fast,
 	}
 	out := map[string][]byte{}
 	for name, f := range files {

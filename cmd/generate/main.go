@@ -37,6 +37,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "generate:", err)
 		os.Exit(1)
 	}
+	if files[vectorsPath], err = Vectors(); err != nil {
+		fmt.Fprintln(os.Stderr, "generate:", err)
+		os.Exit(1)
+	}
 	if err := write(*outDir, files); err != nil {
 		fmt.Fprintln(os.Stderr, "generate:", err)
 		os.Exit(1)

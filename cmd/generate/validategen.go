@@ -90,6 +90,8 @@ func (m *jobModel) validateFile() *jen.File {
 	f.Line()
 	f.Comment(comment("ValidateValue does the same as Validate for a JSON value already decoded (by a json.Decoder with UseNumber, or any value json.Unmarshal gives into an any). It panics only if the embedded schema does not compile, which the package's tests rule out."))
 	f.Func().Id("ValidateValue").Params(id("v").Any()).Error().Block(
+		jen.Comment("The fast path answers for the common, valid job; the library decides the rest."),
+		jen.If(id("fastValid").Call(id("v")).Op("&&").Len(id("checkReserved").Call(id("v"))).Op("==").Lit(0)).Block(jen.Return(jen.Nil())),
 		jen.List(id("sch"), err_()).Op(":=").Id("compiled").Call(),
 		jen.If(err_().Op("!=").Nil()).Block(jen.Panic(lit(pfx+"the embedded schema does not compile: ").Op("+").Err().Dot("Error").Call())),
 		jen.Var().Id("errs").Index().Id("FieldError"),
@@ -134,15 +136,51 @@ func (m *jobModel) validateFile() *jen.File {
 
 	// validateMailbox.
 	f.Line()
-	f.Comment(comment("validateMailbox is the format mailbox: one RFC 5322 mailbox that net/mail parses whole, without CR or LF. Its errors do not quote the value."))
+	f.Comment(comment("validateMailbox is the format mailbox: one RFC 5322 mailbox that net/mail parses whole, without CR or LF, whose address an SMTP path carries unquoted (smtpPath): a quoted local part such as \"a> SIZE=1\"@example.com, which would smuggle ESMTP parameters into MAIL FROM or RCPT TO, is refused. Its errors do not quote the value."))
 	f.Func().Id("validateMailbox").Params(id("v").Any()).Error().Block(
 		jen.List(id("s"), id("ok")).Op(":=").Id("v").Assert(jen.String()),
 		jen.If(jen.Op("!").Id("ok")).Block(ret(jen.Nil())),
 		jen.If(q("strings", "ContainsAny").Call(id("s"), lit("\r\n"))).Block(ret(q("errors", "New").Call(lit("a mailbox has no CR or LF")))),
-		jen.If(jen.List(id("_"), err_()).Op(":=").Qual("net/mail", "ParseAddress").Call(id("s")), err_().Op("!=").Nil()).Block(
+		jen.List(id("a"), err_()).Op(":=").Qual("net/mail", "ParseAddress").Call(id("s")),
+		jen.If(err_().Op("!=").Nil()).Block(
 			ret(q("errors", "New").Call(lit("not one RFC 5322 mailbox"))),
 		),
+		jen.If(jen.Op("!").Id("smtpPath").Call(id("a").Dot("Address"))).Block(
+			ret(q("errors", "New").Call(lit("not an address an SMTP path carries unquoted (a quoted local part)"))),
+		),
 		ret(jen.Nil()),
+	)
+
+	// smtpPath and dotAtom.
+	f.Line()
+	f.Comment(comment("smtpPath reports whether the addr-spec addr (unquoted, as net/mail gives it) goes into an SMTP path as it is (RFC 5321 section 4.1.2): its local part a dot-atom, its domain a dot-atom or an address literal in brackets without white space, brackets, angle brackets, quotes or backslashes. mail.DotString applies the same rule at the worker."))
+	f.Func().Id("smtpPath").Params(id("addr").String()).Bool().Block(
+		id("at").Op(":=").Qual("strings", "LastIndexByte").Call(id("addr"), jen.LitRune('@')),
+		jen.If(id("at").Op("<=").Lit(0).Op("||").Id("at").Op("==").Len(id("addr")).Op("-").Lit(1)).Block(ret(jen.False())),
+		jen.List(id("local"), id("domain")).Op(":=").List(id("addr").Index(jen.Empty(), id("at")), id("addr").Index(id("at").Op("+").Lit(1), jen.Empty())),
+		jen.If(jen.Op("!").Id("dotAtom").Call(id("local"))).Block(ret(jen.False())),
+		jen.If(q("strings", "HasPrefix").Call(id("domain"), lit("[")).Op("&&").Qual("strings", "HasSuffix").Call(id("domain"), lit("]"))).Block(
+			id("inner").Op(":=").Id("domain").Index(jen.Lit(1), jen.Len(id("domain")).Op("-").Lit(1)),
+			ret(id("inner").Op("!=").Lit("").Op("&&").Op("!").Qual("strings", "ContainsFunc").Call(id("inner"), jen.Func().Params(id("r").Rune()).Bool().Block(
+				ret(id("r").Op("<=").LitRune(' ').Op("||").Id("r").Op(">=").Lit(0x7f).Op("||").Qual("strings", "ContainsRune").Call(lit("[]\\<>\""), id("r"))),
+			))),
+		),
+		ret(id("dotAtom").Call(id("domain"))),
+	)
+	f.Line()
+	f.Comment(comment("atext holds the ASCII atext characters of RFC 5322 section 3.2.3."))
+	f.Const().Id("atext").Op("=").Lit("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!#$%&'*+-/=?^_`{|}~")
+	f.Line()
+	f.Comment(comment("dotAtom reports whether s is a dot-atom: runs of atext joined by single dots, letters beyond ASCII allowed as RFC 6531 allows them (no white space or control characters)."))
+	f.Func().Id("dotAtom").Params(id("s").String()).Bool().Block(
+		jen.If(id("s").Op("==").Lit("").Op("||").Qual("strings", "HasPrefix").Call(id("s"), lit(".")).Op("||").Qual("strings", "HasSuffix").Call(id("s"), lit(".")).Op("||").Qual("strings", "Contains").Call(id("s"), lit(".."))).Block(ret(jen.False())),
+		jen.For(jen.List(id("_"), id("r")).Op(":=").Range().Id("s")).Block(
+			jen.Switch().Block(
+				jen.Case(id("r").Op("==").LitRune('.'), q("strings", "ContainsRune").Call(id("atext"), id("r"))).Block(),
+				jen.Case(id("r").Op("<").Qual("unicode/utf8", "RuneSelf"), id("r").Op("==").Qual("unicode/utf8", "RuneError"), q("unicode", "IsSpace").Call(id("r")), q("unicode", "IsControl").Call(id("r"))).Block(ret(jen.False())),
+			),
+		),
+		ret(jen.True()),
 	)
 
 	m.flattenDecls(f)

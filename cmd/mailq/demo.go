@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"image"
 	"image/color"
@@ -12,11 +13,15 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/mail"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/alexify/mailer/attachments"
 	"github.com/alexify/mailer/drivers/memory"
+	exampleattachments "github.com/alexify/mailer/examples/attachments"
 	"github.com/alexify/mailer/examples/templates"
 	"github.com/alexify/mailer/gen/jobv1"
 	"github.com/alexify/mailer/mail/smtp"
@@ -28,8 +33,10 @@ import (
 // demo runs the main job on the embedded default: it starts a real SMTP
 // server on a loopback port, a memory queue and a worker; enqueues the
 // spec's example (a reset-password template job, priority high, expiring in
-// 15 minutes) and a content job with an inline image; sends both through the
-// SMTP transport; and prints what arrived.
+// 15 minutes), a content job with an inline image and an attachment by
+// reference (examples/attachments/terms.pdf, read at the worker by
+// attachments.FromPath), and the reset-password template again in German;
+// sends them through the SMTP transport; and prints what arrived.
 func demo(ctx context.Context, stdout, stderr io.Writer) error {
 	start := time.Now()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -53,13 +60,24 @@ func demo(ctx context.Context, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	worker, err := queue.NewWorker(mailqueue.WorkerConfig{Transport: transport, Renderer: renderer, Concurrency: 2})
+	attachDir, cleanup, err := attachmentsFolder()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	worker, err := queue.NewWorker(mailqueue.WorkerConfig{
+		Transport: transport, Renderer: renderer, Concurrency: 2,
+		// A job names a file by reference; the worker reads it below this
+		// folder alone.
+		ResolveAttachment: attachments.FromPath(attachDir),
+	})
 	if err != nil {
 		return err
 	}
 
-	// The producer: the spec's example job, and a content job rendered
-	// already, with an inline image referenced by its Content-ID.
+	// The producer: the spec's example job; a content job rendered already,
+	// with an inline image referenced by its Content-ID and the terms
+	// attached by reference; and the reset-password template in German.
 	expires := time.Now().Add(15 * time.Minute)
 	reset := &jobv1.Job{
 		Kind:           jobv1.KindTemplate,
@@ -86,19 +104,38 @@ func demo(ctx context.Context, stdout, stderr io.Writer) error {
 		From:           "Hirevel <hello@example.com>",
 		To:             []string{"Grace Hopper <grace@example.com>"},
 		IdempotencyKey: "welcome:7",
-		Attachments: []jobv1.Attachment{{
-			Filename: "logo.png", ContentType: "image/png", Content: logo,
-			ContentID: "logo@example.com", Disposition: jobv1.DispositionInline,
-		}},
+		Attachments: []jobv1.Attachment{
+			{
+				Filename: "logo.png", ContentType: "image/png", Content: logo,
+				ContentID: "logo@example.com", Disposition: jobv1.DispositionInline,
+			},
+			// By reference: the job holds the name, the worker reads the bytes.
+			{Filename: "terms.pdf", ContentType: "application/pdf", Ref: "terms.pdf"},
+		},
+	}
+	german := &jobv1.Job{
+		Kind:           jobv1.KindTemplate,
+		Template:       "reset-password",
+		Context:        map[string]any{"name": "Jürgen", "url": "https://app.example.com/reset?token=demo-token-de", "product": "Hirevel"},
+		Locale:         "de",
+		From:           "Hirevel <no-reply@example.com>",
+		To:             []string{"Jürgen Groß <juergen@example.com>"},
+		IdempotencyKey: "reset-password:43",
+		Priority:       jobv1.PriorityHigh,
+		ExpiresAt:      &expires,
 	}
 	var results []mailqueue.Result
-	for _, job := range []*jobv1.Job{reset, welcome} {
+	for _, job := range []*jobv1.Job{reset, welcome, german} {
 		r, err := queue.Enqueue(ctx, job)
 		if err != nil {
 			return fmt.Errorf("enqueue: %w", err)
 		}
 		results = append(results, r)
-		fmt.Fprintf(stdout, "enqueued %s job %s (Message-ID %s)\n", job.Kind, r.ID, r.MessageID)
+		what := string(job.Kind) + " job"
+		if job.Kind == jobv1.KindTemplate {
+			what = fmt.Sprintf("template job %s (%s)", job.Template, job.Locale)
+		}
+		fmt.Fprintf(stdout, "enqueued %s %s, Message-ID %s\n", what, r.ID, r.MessageID)
 	}
 	again, err := queue.Enqueue(ctx, reset)
 	if err != nil {
@@ -120,6 +157,14 @@ func demo(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 
 	received := srv.Messages()
+	// In the order of the enqueue, whatever order the worker sent them in.
+	order := map[string]int{}
+	for i, r := range results {
+		order[r.MessageID] = i
+	}
+	sort.SliceStable(received, func(i, j int) bool {
+		return order[messageID(received[i].Data)] < order[messageID(received[j].Data)]
+	})
 	for i, m := range received {
 		fmt.Fprintf(stdout, "\n── message %d of %d ──────────────────────────────\n", i+1, len(received))
 		if err := printMessage(stdout, m); err != nil {
@@ -129,6 +174,13 @@ func demo(ctx context.Context, stdout, stderr io.Writer) error {
 	st := mq.Stats()
 	fmt.Fprintf(stdout, "\nmailq demo: %d jobs enqueued, %d accepted, %d failed, %d delivery unknown; %d messages arrived at the SMTP server on %s in %s\n",
 		len(results), st.Accepted, st.Failed, st.DeliveryUnknown, len(received), srv.Addr(), time.Since(start).Round(time.Millisecond))
+	shown := attachDir
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, attachDir); err == nil {
+			shown = rel
+		}
+	}
+	fmt.Fprintf(stdout, "attachments by reference were read with attachments.FromPath(%q)\n", shown)
 	if st.Accepted != len(results) || len(received) != len(results) {
 		return fmt.Errorf("expected %d messages accepted and arrived", len(results))
 	}
@@ -148,16 +200,24 @@ func printMessage(w io.Writer, m smtptest.Received) error {
 		names = append(names, k)
 	}
 	sort.Strings(names)
+	dec := new(mime.WordDecoder)
 	for _, k := range names {
 		for _, v := range msg.Header[k] {
+			if d, err := dec.DecodeHeader(v); err == nil && d != v {
+				v = d + "   (encoded, RFC 2047)"
+			}
 			fmt.Fprintf(w, "  %s: %s\n", k, v)
 		}
 	}
-	text, parts, err := textPart(msg.Header.Get("Content-Type"), msg.Body)
+	var files []string
+	text, parts, err := textPart(msg.Header.Get("Content-Type"), "", msg.Body, &files)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "parts: %s\n", strings.Join(parts, ", "))
+	for _, f := range files {
+		fmt.Fprintf(w, "attachment: %s\n", f)
+	}
 	fmt.Fprintln(w, "text part:")
 	for _, line := range strings.Split(strings.TrimRight(text, "\r\n"), "\n") {
 		fmt.Fprintf(w, "  | %s\n", strings.TrimRight(line, "\r"))
@@ -166,18 +226,31 @@ func printMessage(w io.Writer, m smtptest.Received) error {
 }
 
 // textPart walks a MIME body and returns its text/plain part, decoded, and
-// the media types of every part.
-func textPart(contentType string, body io.Reader) (string, []string, error) {
+// the media types of every part; it appends to files a line for each part
+// with a file name.
+func textPart(contentType, disposition string, body io.Reader, files *[]string) (string, []string, error) {
 	mt, params, err := mime.ParseMediaType(contentType)
 	if err != nil {
 		return "", nil, fmt.Errorf("content type: %w", err)
 	}
 	if !strings.HasPrefix(mt, "multipart/") {
 		b, err := io.ReadAll(body)
-		if mt == "text/plain" {
-			return string(b), []string{mt}, err
+		if err != nil {
+			return "", nil, err
 		}
-		return "", []string{mt}, err
+		if disp, dp, err := mime.ParseMediaType(disposition); err == nil && dp["filename"] != "" {
+			name, _ := new(mime.WordDecoder).DecodeHeader(dp["filename"])
+			size := len(b)
+			if n, err := base64.StdEncoding.DecodeString(string(bytes.Join(bytes.Fields(b), nil))); err == nil {
+				size = len(n)
+			}
+			*files = append(*files, fmt.Sprintf("%s (%s, %s, %d bytes)", name, mt, disp, size))
+			return "", []string{mt}, nil
+		}
+		if mt == "text/plain" {
+			return string(b), []string{mt}, nil
+		}
+		return "", []string{mt}, nil
 	}
 	var text string
 	var types []string
@@ -190,7 +263,7 @@ func textPart(contentType string, body io.Reader) (string, []string, error) {
 		if err != nil {
 			return "", nil, err
 		}
-		t, ts, err := textPart(p.Header.Get("Content-Type"), p)
+		t, ts, err := textPart(p.Header.Get("Content-Type"), p.Header.Get("Content-Disposition"), p, files)
 		if err != nil {
 			return "", nil, err
 		}
@@ -219,4 +292,42 @@ func logoPNG() ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// messageID returns the Message-ID of a message's bytes, "" when it has
+// none.
+func messageID(data []byte) string {
+	m, err := mail.ReadMessage(bytes.NewReader(data))
+	if err != nil {
+		return ""
+	}
+	return m.Header.Get("Message-Id")
+}
+
+// attachmentsFolder returns the folder the demo's attachments by reference
+// are read from: examples/attachments of the repository, found from the
+// working directory up (go run ./cmd/mailq demo from the repository, its
+// tests from cmd/mailq); elsewhere a temporary copy of the embedded files,
+// which cleanup removes.
+func attachmentsFolder() (dir string, cleanup func(), err error) {
+	if wd, err := os.Getwd(); err == nil {
+		for d := wd; ; d = filepath.Dir(d) {
+			cand := filepath.Join(d, "examples", "attachments")
+			if st, err := os.Stat(filepath.Join(cand, "terms.pdf")); err == nil && st.Mode().IsRegular() {
+				return cand, func() {}, nil
+			}
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+	}
+	tmp, err := os.MkdirTemp("", "mailq-demo-attachments-")
+	if err != nil {
+		return "", nil, err
+	}
+	if err := os.CopyFS(tmp, exampleattachments.FS); err != nil {
+		_ = os.RemoveAll(tmp)
+		return "", nil, err
+	}
+	return tmp, func() { _ = os.RemoveAll(tmp) }, nil
 }

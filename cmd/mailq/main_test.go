@@ -18,13 +18,37 @@ func TestDemo(t *testing.T) {
 		"envelope: MAIL FROM:<no-reply@example.com> RCPT TO:<ada@example.com>",
 		"Subject: Reset your password",
 		"| https://app.example.com/reset?token=demo-token",
-		"parts: text/plain, text/html, image/png",
-		"2 jobs enqueued, 2 accepted, 0 failed, 0 delivery unknown; 2 messages arrived",
+		"parts: text/plain, text/html, image/png, application/pdf",
+		"attachment: logo.png (image/png, inline, ",
+		"attachment: terms.pdf (application/pdf, attachment, 606 bytes)",
+		"enqueued template job reset-password (de) ",
+		"envelope: MAIL FROM:<no-reply@example.com> RCPT TO:<juergen@example.com>",
+		"Subject: Passwort zurücksetzen   (encoded, RFC 2047)",
+		"To: Jürgen Groß <juergen@example.com>   (encoded, RFC 2047)",
+		"| Hallo Jürgen,",
+		"| https://app.example.com/reset?token=demo-token-de",
+		"3 jobs enqueued, 3 accepted, 0 failed, 0 delivery unknown; 3 messages arrived",
+		"attachments.FromPath(",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("the demo's output lacks %q:\n%s", want, s)
 		}
 	}
+
+	// Away from the repository, the demo reads a temporary copy of the
+	// embedded examples/attachments.
+	t.Run("outside the repository", func(t *testing.T) {
+		t.Chdir(t.TempDir())
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), []string{"demo"}, nil, &out, &errOut); code != 0 {
+			t.Fatalf("mailq demo exited %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
+		}
+		for _, want := range []string{"attachment: terms.pdf (application/pdf, attachment, 606 bytes)", "3 messages arrived", "mailq-demo-attachments-"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("the demo's output lacks %q:\n%s", want, out.String())
+			}
+		}
+	})
 }
 
 func TestValidate(t *testing.T) {

@@ -113,8 +113,12 @@ const (
 
 // Job is what the memory queue tells of a job.
 type Job struct {
+	// ID is the job's id; Hash its hash (docs/wire.md), kept after its data
+	// is dropped so an enqueue again is still told a duplicate.
 	ID, Hash string
-	State    State
+	// State is where the job is now.
+	State State
+	// Priority and TenantID are those it was enqueued with.
 	Priority jobv1.Priority
 	TenantID string
 	// Attempts is the attempts spent; MaxAttempts the attempts in all.
@@ -123,7 +127,8 @@ type Job struct {
 	Redeliveries int
 	// RunAt is when a queued job is due.
 	RunAt, EnqueuedAt, FinishedAt time.Time
-	// Code and Reason are those of the last retry, release or failure.
+	// Code is the code of the last retry, release or failure, and Reason
+	// what it said (never an address).
 	Code   codes.Code
 	Reason string
 	// Data is the job's JSON; nil once it was dropped.
@@ -132,7 +137,14 @@ type Job struct {
 
 // Stats counts the jobs by state.
 type Stats struct {
-	Queued, Due, Running, Accepted, Failed, DeliveryUnknown int
+	// Queued counts the jobs waiting, due or not; Due is those of them due
+	// now (a part of Queued).
+	Queued, Due int
+	// Running counts the jobs leased by a run.
+	Running int
+	// Accepted, Failed and DeliveryUnknown count the finished jobs still
+	// retained (DedupeWindow, RetainFailed).
+	Accepted, Failed, DeliveryUnknown int
 }
 
 // Queue is the memory queue: a Driver of mailqueue, its Source, and the
@@ -196,7 +208,8 @@ type Source struct {
 	tenantPause map[string]time.Time
 	held        map[string][]*record
 	leased      map[string]*record
-	finished    []*record // in the order they finished, for RetainFinished
+	finished    []*record  // in the order they finished, for RetainFinished
+	expiry      expiryHeap // the finished jobs by the end of their retention
 	seq         uint64
 	active      int // queued or running
 	changed     chan struct{}
@@ -482,10 +495,14 @@ func (s *Source) requeue(r *record, now time.Time, delay time.Duration) {
 func (s *Source) finish(r *record, st State, code codes.Code, reason string, now time.Time) {
 	r.State, r.Code, r.Reason, r.FinishedAt = st, code, reason, now
 	s.active--
-	keep := s.opts.RetainData == RetainAllData || s.opts.RetainData == RetainFailedData && st != StateAccepted
-	if !keep {
+	if s.opts.RetainData == RetainNoData || s.opts.RetainData == RetainFailedData && st == StateAccepted {
 		r.Data = nil
 	}
+	keep := s.opts.DedupeWindow
+	if st != StateAccepted {
+		keep = s.opts.RetainFailed
+	}
+	heap.Push(&s.expiry, expiryEntry{r: r, at: now.Add(keep), finished: now})
 	s.finished = append(s.finished, r)
 	for n := len(s.finished); n > s.opts.RetainFinished; n-- {
 		s.finished[0].Data = nil
@@ -495,18 +512,34 @@ func (s *Source) finish(r *record, st State, code codes.Code, reason string, now
 
 // purge forgets the finished jobs whose retention ended.
 func (s *Source) purge(now time.Time) {
-	for id, r := range s.jobs {
-		if !r.finishedState() {
-			continue
-		}
-		keep := s.opts.DedupeWindow
-		if r.State != StateAccepted {
-			keep = s.opts.RetainFailed
-		}
-		if now.Sub(r.FinishedAt) >= keep {
-			delete(s.jobs, id)
+	for len(s.expiry) > 0 && !s.expiry[0].at.After(now) {
+		e := heap.Pop(&s.expiry).(expiryEntry)
+		r := e.r
+		// A job retried by hand since it finished is not forgotten.
+		if r.finishedState() && r.FinishedAt.Equal(e.finished) && s.jobs[r.ID] == r {
+			delete(s.jobs, r.ID)
 		}
 	}
+}
+
+// expiryEntry is the end of the retention of a job finished at finished.
+type expiryEntry struct {
+	r        *record
+	at       time.Time
+	finished time.Time
+}
+
+type expiryHeap []expiryEntry
+
+func (h expiryHeap) Len() int           { return len(h) }
+func (h expiryHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(expiryEntry)) }
+func (h *expiryHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
 }
 
 func (r *record) finishedState() bool {

@@ -53,6 +53,19 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// Notifier is an optional interface of a Source whose store can tell idle
+// workers that a job may have become due (a Redis pub/sub message, a
+// PostgreSQL NOTIFY, a timer for the next scheduled job), so that they
+// reserve at once instead of at their next poll. Each runner of the driver
+// registers its wake channel while it works.
+type Notifier interface {
+	// Notify registers wake: the source sends to it, never blocking (a
+	// send to a full channel is dropped), whenever a job may have become
+	// due. The returned function unregisters it; it may be called more
+	// than once.
+	Notify(wake chan<- struct{}) (stop func())
+}
+
 // Driver runs a handler on the jobs of a Source.
 type Driver struct {
 	src  mailqueue.Source
@@ -126,6 +139,9 @@ func (d *Driver) Work(h mailqueue.Handler, opts mailqueue.WorkOptions) (mailqueu
 	d.mu.Lock()
 	d.wakes = append(d.wakes, r.wake)
 	d.mu.Unlock()
+	if n, ok := d.src.(Notifier); ok {
+		r.unnotify = n.Notify(r.wake)
+	}
 	go r.loop()
 	return r, nil
 }
@@ -142,6 +158,7 @@ type runner struct {
 	runs      sync.WaitGroup
 	base      context.Context
 	abort     context.CancelCauseFunc
+	unnotify  func() // unregisters wake from a Notifier source; nil for none
 }
 
 func (r *runner) loop() {
@@ -339,6 +356,9 @@ func (d *Driver) Resume(ctx context.Context, tenant bool, tenantID string) error
 func (r *runner) Close(ctx context.Context) error {
 	r.closeOnce.Do(func() { close(r.closing) })
 	<-r.done
+	if r.unnotify != nil {
+		r.unnotify()
+	}
 	r.d.mu.Lock()
 	for i, c := range r.d.wakes {
 		if c == r.wake {

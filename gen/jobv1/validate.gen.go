@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 )
 
 // FieldError is one bad value of a job.
@@ -97,6 +99,10 @@ func Validate(data []byte) error {
 // any). It panics only if the embedded schema does not compile, which the
 // package's tests rule out.
 func ValidateValue(v any) error {
+	// The fast path answers for the common, valid job; the library decides the rest.
+	if fastValid(v) && len(checkReserved(v)) == 0 {
+		return nil
+	}
 	sch, err := compiled()
 	if err != nil {
 		panic("jobv1: the embedded schema does not compile: " + err.Error())
@@ -216,7 +222,10 @@ func movePropertyNames(s *jsonschema.Schema, seen map[*jsonschema.Schema]bool) {
 }
 
 // validateMailbox is the format mailbox: one RFC 5322 mailbox that net/mail
-// parses whole, without CR or LF. Its errors do not quote the value.
+// parses whole, without CR or LF, whose address an SMTP path carries unquoted
+// (smtpPath): a quoted local part such as "a> SIZE=1"@example.com, which would
+// smuggle ESMTP parameters into MAIL FROM or RCPT TO, is refused. Its errors
+// do not quote the value.
 func validateMailbox(v any) error {
 	s, ok := v.(string)
 	if !ok {
@@ -225,10 +234,57 @@ func validateMailbox(v any) error {
 	if strings.ContainsAny(s, "\r\n") {
 		return errors.New("a mailbox has no CR or LF")
 	}
-	if _, err := mail.ParseAddress(s); err != nil {
+	a, err := mail.ParseAddress(s)
+	if err != nil {
 		return errors.New("not one RFC 5322 mailbox")
 	}
+	if !smtpPath(a.Address) {
+		return errors.New("not an address an SMTP path carries unquoted (a quoted local part)")
+	}
 	return nil
+}
+
+// smtpPath reports whether the addr-spec addr (unquoted, as net/mail gives it)
+// goes into an SMTP path as it is (RFC 5321 section 4.1.2): its local part a
+// dot-atom, its domain a dot-atom or an address literal in brackets without
+// white space, brackets, angle brackets, quotes or backslashes. mail.DotString
+// applies the same rule at the worker.
+func smtpPath(addr string) bool {
+	at := strings.LastIndexByte(addr, '@')
+	if at <= 0 || at == len(addr)-1 {
+		return false
+	}
+	local, domain := addr[:at], addr[at+1:]
+	if !dotAtom(local) {
+		return false
+	}
+	if strings.HasPrefix(domain, "[") && strings.HasSuffix(domain, "]") {
+		inner := domain[1 : len(domain)-1]
+		return inner != "" && !strings.ContainsFunc(inner, func(r rune) bool {
+			return r <= ' ' || r >= 127 || strings.ContainsRune("[]\\<>\"", r)
+		})
+	}
+	return dotAtom(domain)
+}
+
+// atext holds the ASCII atext characters of RFC 5322 section 3.2.3.
+const atext = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!#$%&'*+-/=?^_`{|}~"
+
+// dotAtom reports whether s is a dot-atom: runs of atext joined by single
+// dots, letters beyond ASCII allowed as RFC 6531 allows them (no white space
+// or control characters).
+func dotAtom(s string) bool {
+	if s == "" || strings.HasPrefix(s, ".") || strings.HasSuffix(s, ".") || strings.Contains(s, "..") {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r == '.', strings.ContainsRune(atext, r):
+		case r < utf8.RuneSelf, r == utf8.RuneError, unicode.IsSpace(r), unicode.IsControl(r):
+			return false
+		}
+	}
+	return true
 }
 
 // flatten appends the leaves of the library's error tree (the errors without

@@ -5,8 +5,23 @@
 //
 // Each Send dials a connection of its own (go-mail's Client dials, says
 // EHLO, starts TLS and authenticates), runs one mail transaction on it and
-// closes it with QUIT. There is no pool yet: a Transport is safe for
-// concurrent use, each Send on its own connection.
+// closes it with QUIT, or drops it after a failure. There is no connection
+// pool: a Transport is safe for concurrent use, each Send on its own
+// connection. So nothing of one send reaches the next: a 501 on one
+// recipient, a 421, a timeout or a half-read reply leaves no state behind on
+// a connection that a later job would reuse
+// (TestSendAfterRefusalOnSameTransport sends in a row after a 501).
+//
+// # Addresses
+//
+// After EHLO, Send looks at the server's extensions. A server that offers
+// SMTPUTF8 (RFC 6531) gets the message as it is, addresses in UTF-8 and
+// "SMTPUTF8" on MAIL FROM. Any other server gets mail.Message.ASCII of it:
+// the domains of internationalized addresses in A-labels (punycode), in the
+// envelope and in the header alike. A local part that is not ASCII has no
+// such form: without SMTPUTF8 that message is mail.Unsupported (failed for
+// good, never retried), and nothing is sent. Display names that are not
+// ASCII are always RFC 2047-encoded (mail.Build).
 //
 // # Outcomes
 //
@@ -274,6 +289,9 @@ func (c *trackedConn) Write(p []byte) (int, error) {
 //     certificate that does not verify, STARTTLS not offered under
 //     TLSMandatory, no usable authentication mechanism: Configuration;
 //   - a message Build refuses (mail.ErrInvalidMessage): Validation, Code 0;
+//   - an address whose local part is not ASCII to a server that does not
+//     offer SMTPUTF8 (mail.ErrNeedsSMTPUTF8): Unsupported, Code 0, before
+//     MAIL FROM;
 //   - a refused or failed dial, a lost connection or a timeout before the
 //     final "." was written, and a context cancelled before then: Retryable
 //     (the cause is ctx.Err() when the context ended);
@@ -309,6 +327,25 @@ func (t *Transport) Send(ctx context.Context, msg *mail.Message) (mail.Receipt, 
 	c, err := gc.DialToSMTPClientWithContext(ctx)
 	if err != nil {
 		return t.setupFailure(ctx, err)
+	}
+
+	// Addresses in UTF-8 go only to a server that offers SMTPUTF8.
+	if ok, _ := c.Extension("SMTPUTF8"); !ok && msg.NeedsSMTPUTF8() {
+		am, err := msg.ASCII()
+		if err == nil {
+			data, err = am.Bytes()
+		}
+		if err == nil {
+			from, rcpts, err = am.Envelope()
+		}
+		if err != nil {
+			_ = c.UpdateDeadline(min(t.cfg.Timeout, 5*time.Second))
+			_ = c.Quit()
+			if errors.Is(err, mail.ErrNeedsSMTPUTF8) {
+				return fail(mail.Unsupported, 0, "a local part is not ASCII, and the server does not offer SMTPUTF8", err)
+			}
+			return invalidMessage(err)
+		}
 	}
 
 	// MAIL FROM.

@@ -1,7 +1,8 @@
 // Package smtptest runs a real SMTP server on loopback, scripted to answer
 // what a test needs: a given reply at MAIL FROM, at RCPT TO (per address) or
 // at the end of DATA, AUTH required, STARTTLS offered or not, or no reply at
-// all after the data (a hang or a dropped connection).
+// all after the data (a hang or a dropped connection); a refusal in place of
+// the greeting or of the reply to EHLO; SMTPUTF8 offered or not.
 //
 // It is github.com/emersion/go-smtp's server with a scripted backend. The
 // queue's end-to-end tests and the `mailq demo` command use it, so it is not
@@ -72,6 +73,13 @@ type Script struct {
 	TLS *tls.Config
 	// SMTPUTF8 makes the server offer SMTPUTF8.
 	SMTPUTF8 bool
+	// Greeting, when set, is the server's first reply instead of its 220
+	// greeting (such as 421 or 554); the server closes the connection right
+	// after it.
+	Greeting *gosmtp.SMTPError
+	// Hello, when set, is the reply to EHLO (and HELO) instead of 250; the
+	// session stays open, as go-smtp keeps it.
+	Hello *gosmtp.SMTPError
 }
 
 // Reply returns an SMTP reply for a Script: code such as 550, enhanced such
@@ -104,6 +112,9 @@ type Received struct {
 	Replied bool
 	// Accepted tells whether that answer was a 250.
 	Accepted bool
+	// UTF8 tells whether MAIL FROM carried the SMTPUTF8 parameter
+	// (RFC 6531).
+	UTF8 bool
 }
 
 // Server is a running scripted SMTP server on 127.0.0.1.
@@ -150,8 +161,36 @@ func New(script Script) (*Server, error) {
 	srv.EnableSMTPUTF8 = script.SMTPUTF8
 	srv.ErrorLog = discardLogger{}
 	s.srv = srv
-	go func() { _ = srv.Serve(ln) }()
+	var serve net.Listener = ln
+	if script.Greeting != nil {
+		serve = &refusingListener{Listener: ln, reply: script.Greeting}
+	}
+	go func() { _ = srv.Serve(serve) }()
 	return s, nil
+}
+
+// refusingListener answers every connection with a reply in place of the
+// greeting, then closes it: the server refuses to talk.
+type refusingListener struct {
+	net.Listener
+	reply *gosmtp.SMTPError
+}
+
+func (l *refusingListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		r := l.reply
+		line := strconv.Itoa(r.Code) + " "
+		if r.EnhancedCode != gosmtp.EnhancedCodeNotSet && r.EnhancedCode != gosmtp.NoEnhancedCode {
+			line += fmt.Sprintf("%d.%d.%d ", r.EnhancedCode[0], r.EnhancedCode[1], r.EnhancedCode[2])
+		}
+		_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		_, _ = io.WriteString(c, line+r.Message+"\r\n")
+		_ = c.Close()
+	}
 }
 
 type discardLogger struct{}
@@ -201,6 +240,9 @@ func (s *Server) Close() error {
 
 // NewSession implements gosmtp.Backend.
 func (s *Server) NewSession(c *gosmtp.Conn) (gosmtp.Session, error) {
+	if s.script.Hello != nil {
+		return nil, s.script.Hello
+	}
 	s.mu.Lock()
 	s.sessions++
 	s.mu.Unlock()
@@ -212,6 +254,7 @@ type session struct {
 	conn   *gosmtp.Conn
 	authed bool
 	from   string
+	utf8   bool
 	to     []string
 }
 
@@ -240,7 +283,7 @@ func (ss *session) Auth(mech string) (sasl.Server, error) {
 	}), nil
 }
 
-func (ss *session) Mail(from string, _ *gosmtp.MailOptions) error {
+func (ss *session) Mail(from string, opts *gosmtp.MailOptions) error {
 	if ss.s.script.Username != "" && !ss.authed {
 		return Reply(530, "5.7.0", "Authentication required")
 	}
@@ -248,6 +291,7 @@ func (ss *session) Mail(from string, _ *gosmtp.MailOptions) error {
 		return r
 	}
 	ss.from = from
+	ss.utf8 = opts != nil && opts.UTF8
 	return nil
 }
 
@@ -266,7 +310,7 @@ func (ss *session) Data(r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	rec := Received{From: ss.from, To: append([]string(nil), ss.to...), Data: data}
+	rec := Received{From: ss.from, To: append([]string(nil), ss.to...), Data: data, UTF8: ss.utf8}
 	sc := ss.s.script
 	reply := sc.Data
 	if reply == nil && sc.AfterData == Answer {
@@ -297,7 +341,7 @@ func (ss *session) Data(r io.Reader) error {
 }
 
 func (ss *session) Reset() {
-	ss.from = ""
+	ss.from, ss.utf8 = "", false
 	ss.to = nil
 }
 

@@ -1,0 +1,311 @@
+package polling_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alexify/mailer/clock"
+	"github.com/alexify/mailer/drivers/memory"
+	"github.com/alexify/mailer/drivers/polling"
+	"github.com/alexify/mailer/gen/codes"
+	"github.com/alexify/mailer/mailqueue"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// flakySource is a memory source whose calls can be made to fail or be
+// refused, and which counts them.
+type flakySource struct {
+	*memory.Source
+	extendErr  error
+	extendFals atomic.Bool
+	ackFalse   atomic.Bool
+	ackErr     error
+	extends    atomic.Int32
+	settles    atomic.Int32
+	reserveErr atomic.Bool
+	mu         sync.Mutex
+}
+
+func (s *flakySource) Reserve(ctx context.Context, p mailqueue.ReserveParams) ([]*mailqueue.Lease, error) {
+	if s.reserveErr.Load() {
+		return nil, errors.New("store down")
+	}
+	return s.Source.Reserve(ctx, p)
+}
+
+func (s *flakySource) Extend(ctx context.Context, p mailqueue.ExtendParams) (bool, error) {
+	s.extends.Add(1)
+	if s.extendErr != nil {
+		return false, s.extendErr
+	}
+	if s.extendFals.Load() {
+		return false, nil
+	}
+	return s.Source.Extend(ctx, p)
+}
+
+func (s *flakySource) Ack(ctx context.Context, p mailqueue.AckParams) (bool, error) {
+	s.settles.Add(1)
+	if s.ackErr != nil {
+		return false, s.ackErr
+	}
+	if s.ackFalse.Load() {
+		return false, nil
+	}
+	return s.Source.Ack(ctx, p)
+}
+
+type recorder struct {
+	mu   sync.Mutex
+	msgs []string
+	lvls []slog.Level
+}
+
+func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *recorder) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *recorder) WithGroup(string) slog.Handler            { return r }
+func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	r.msgs = append(r.msgs, rec.Message)
+	r.lvls = append(r.lvls, rec.Level)
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *recorder) level(msg string) (slog.Level, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, m := range r.msgs {
+		if m == msg {
+			return r.lvls[i], true
+		}
+	}
+	return 0, false
+}
+
+type fixture struct {
+	fc  *clock.Fake
+	src *flakySource
+	d   *polling.Driver
+	log *recorder
+}
+
+func newFixture(t *testing.T) *fixture {
+	fc := clock.NewFake(t0)
+	src := &flakySource{Source: memory.NewSource(memory.Options{Clock: fc})}
+	log := &recorder{}
+	d := polling.New(src, polling.Options{Clock: fc, Logger: slog.New(log)})
+	job := mailqueue.NewJob{ID: "j1", Hash: "h", Data: []byte(`{}`), RunAt: t0, MaxAttempts: 3, EnqueuedAt: t0}
+	if _, err := d.Enqueue(context.Background(), []mailqueue.NewJob{job}); err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{fc: fc, src: src, d: d, log: log}
+}
+
+// blockingHandler blocks each run until release is closed or the run's
+// context ends, and reports the cause.
+type blockingHandler struct {
+	started chan struct{}
+	release chan struct{}
+	cause   chan error
+	out     mailqueue.Outcome
+}
+
+func newBlocking() *blockingHandler {
+	return &blockingHandler{started: make(chan struct{}, 10), release: make(chan struct{}), cause: make(chan error, 10), out: mailqueue.Outcome{Action: mailqueue.Ack}}
+}
+
+func (h *blockingHandler) Handle(ctx context.Context, l *mailqueue.Lease) mailqueue.Outcome {
+	h.started <- struct{}{}
+	select {
+	case <-h.release:
+		return h.out
+	case <-ctx.Done():
+		h.cause <- context.Cause(ctx)
+		return mailqueue.Outcome{Action: mailqueue.Release, Code: codes.QueueStopped}
+	}
+}
+
+// waitTimers waits until the fake clock has at least n timers: the runner
+// and the lease keeper are waiting on it.
+func waitTimers(t *testing.T, fc *clock.Fake, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for fc.Timers() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d timers, want %d", fc.Timers(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestLeaseIsExtendedEveryThird(t *testing.T) {
+	f := newFixture(t)
+	h := newBlocking()
+	r, _ := f.d.Work(h, mailqueue.WorkOptions{})
+	defer r.Close(context.Background())
+	<-h.started
+	for i := 1; i <= 3; i++ {
+		waitTimers(t, f.fc, 1) // the lease keeper (the runner waits for a free slot)
+		f.fc.Advance(20 * time.Second)
+		waitFor(t, func() bool { return f.src.extends.Load() == int32(i) })
+	}
+	// Three minutes in, well past the first lease: the run still holds it.
+	if ls, _ := f.src.Source.Reserve(context.Background(), mailqueue.ReserveParams{Limit: 1, LeaseDuration: time.Minute}); len(ls) != 0 {
+		t.Fatal("the job was leased again while its run extended the lease")
+	}
+	close(h.release)
+	waitFor(t, func() bool { j, _ := f.src.Get("j1"); return j.State == memory.StateAccepted })
+}
+
+func TestLeaseLostWhenTheStoreDoesNotAnswer(t *testing.T) {
+	f := newFixture(t)
+	f.src.extendErr = errors.New("store unreachable")
+	h := newBlocking()
+	r, _ := f.d.Work(h, mailqueue.WorkOptions{})
+	defer r.Close(context.Background())
+	<-h.started
+	waitTimers(t, f.fc, 1)
+	f.fc.Advance(20 * time.Second) // the first extension fails: 40 s are left
+	waitFor(t, func() bool { return f.src.extends.Load() == 1 })
+	select {
+	case err := <-h.cause:
+		t.Fatalf("the run was cancelled (%v) with two thirds of its lease left", err)
+	default:
+	}
+	waitTimers(t, f.fc, 1)
+	f.fc.Advance(20 * time.Second) // the second fails: a third is left
+	if err := <-h.cause; !errors.Is(err, mailqueue.ErrLeaseLost) {
+		t.Fatalf("the run's cause is %v, want ErrLeaseLost", err)
+	}
+	if now := f.fc.Now(); !now.Before(t0.Add(time.Minute)) {
+		t.Errorf("the run was cancelled at %v, not before its lease ran out", now.Sub(t0))
+	}
+	waitFor(t, func() bool { _, ok := f.log.level(string(codes.QueueLeaseLost)); return ok })
+	if n := f.src.settles.Load(); n != 0 {
+		t.Errorf("a run that lost its lease settled %d times; its result must be dropped", n)
+	}
+}
+
+func TestLeaseLostAtOnceWhenTheStoreSaysSo(t *testing.T) {
+	f := newFixture(t)
+	f.src.extendFals.Store(true)
+	h := newBlocking()
+	r, _ := f.d.Work(h, mailqueue.WorkOptions{})
+	defer r.Close(context.Background())
+	<-h.started
+	waitTimers(t, f.fc, 1)
+	f.fc.Advance(20 * time.Second)
+	if err := <-h.cause; !errors.Is(err, mailqueue.ErrLeaseLost) {
+		t.Fatalf("cause %v, want ErrLeaseLost", err)
+	}
+}
+
+func TestSettleFencedAndFailedAreLogged(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(*flakySource)
+		code  codes.Code
+		level slog.Level
+	}{
+		{"fenced", func(s *flakySource) { s.ackFalse.Store(true) }, codes.QueueSettleFenced, slog.LevelWarn},
+		{"failed", func(s *flakySource) { s.ackErr = errors.New("store down") }, codes.QueueSettleFailed, slog.LevelError},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			tc.setup(f.src)
+			r, _ := f.d.Work(mailqueue.HandlerFunc(func(context.Context, *mailqueue.Lease) mailqueue.Outcome {
+				return mailqueue.Outcome{Action: mailqueue.Ack}
+			}), mailqueue.WorkOptions{})
+			defer r.Close(context.Background())
+			waitFor(t, func() bool { _, ok := f.log.level(string(tc.code)); return ok })
+			if lvl, _ := f.log.level(string(tc.code)); lvl != tc.level {
+				t.Errorf("%s logged at %v, want %v", tc.code, lvl, tc.level)
+			}
+		})
+	}
+}
+
+func TestHandlerPanicAndNoOutcomeRetry(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		h    mailqueue.HandlerFunc
+		code codes.Code
+	}{
+		{"panic", func(context.Context, *mailqueue.Lease) mailqueue.Outcome { panic("bug") }, codes.QueueHandlerThrew},
+		{"no outcome", func(context.Context, *mailqueue.Lease) mailqueue.Outcome { return mailqueue.Outcome{} }, codes.QueueInvalidOutcome},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			r, _ := f.d.Work(tc.h, mailqueue.WorkOptions{})
+			defer r.Close(context.Background())
+			waitFor(t, func() bool { j, _ := f.src.Get("j1"); return j.Code == tc.code })
+			j, _ := f.src.Get("j1")
+			if j.State != memory.StateQueued || j.Attempts != 1 {
+				t.Errorf("after a %s: %s with %d attempts; want queued, retried", tc.name, j.State, j.Attempts)
+			}
+		})
+	}
+}
+
+func TestReserveFailureIsLoggedAndPolledAgain(t *testing.T) {
+	f := newFixture(t)
+	f.src.reserveErr.Store(true)
+	r, _ := f.d.Work(mailqueue.HandlerFunc(func(context.Context, *mailqueue.Lease) mailqueue.Outcome {
+		return mailqueue.Outcome{Action: mailqueue.Ack}
+	}), mailqueue.WorkOptions{})
+	defer r.Close(context.Background())
+	waitFor(t, func() bool { _, ok := f.log.level(string(codes.QueueReserveFailed)); return ok })
+	f.src.reserveErr.Store(false)
+	waitTimers(t, f.fc, 1)
+	f.fc.Advance(polling.DefaultPollInterval)
+	waitFor(t, func() bool { j, _ := f.src.Get("j1"); return j.State == memory.StateAccepted })
+}
+
+func TestConcurrencyIsABound(t *testing.T) {
+	fc := clock.NewFake(t0)
+	src := memory.NewSource(memory.Options{Clock: fc})
+	d := polling.New(src, polling.Options{Clock: fc})
+	var jobs []mailqueue.NewJob
+	for i := 0; i < 20; i++ {
+		jobs = append(jobs, mailqueue.NewJob{ID: string(rune('a' + i)), Hash: "h", Data: []byte(`{}`), RunAt: t0, MaxAttempts: 1, EnqueuedAt: t0})
+	}
+	_, _ = d.Enqueue(context.Background(), jobs)
+	var running, most atomic.Int32
+	var done atomic.Int32
+	r, _ := d.Work(mailqueue.HandlerFunc(func(context.Context, *mailqueue.Lease) mailqueue.Outcome {
+		n := running.Add(1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+		running.Add(-1)
+		done.Add(1)
+		return mailqueue.Outcome{Action: mailqueue.Ack}
+	}), mailqueue.WorkOptions{Concurrency: 4})
+	waitFor(t, func() bool { return done.Load() == 20 })
+	_ = r.Close(context.Background())
+	if m := most.Load(); m > 4 || m < 2 {
+		t.Errorf("at most %d runs at once with Concurrency 4", m)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

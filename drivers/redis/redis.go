@@ -1,0 +1,713 @@
+// Package redis is the Redis driver of the mail queue: a mailqueue.Source on
+// Redis (or Valkey) through github.com/redis/go-redis/v9, run by the polling
+// driver, with the semantics of the spec's BullMQ driver and of the memory
+// queue (spec/queue.md, spec/bullmq.md; DESIGN.md, "Layout").
+//
+// Every state change is one Lua script (the embedded scripts/*.lua, each
+// with a header stating its KEYS, ARGV and return values), run atomically
+// by the server: enqueue with its duplicates told by id and hash, reserve
+// by priority then time (with tenant fairness and pauses), and extend, ack,
+// retry, fail and release fenced by a fresh token per lease. Time is the
+// server's (TIME), never a worker's.
+//
+// All keys of a queue share one hash tag, {prefix:queue}, so a queue lives
+// in one slot and the driver runs on Redis Cluster as on a standalone
+// server or behind Sentinel (it takes a redis.UniversalClient). The keys:
+//
+//	{P:Q}:meta                    hash: fairness
+//	{P:Q}:job:<id>                hash: hash, v, data, pri, tenant, max, att, redel, enq, runat, mem,
+//	                              state, token, until, code, reason, fin
+//	{P:Q}:queued                  zset: queued job ids by due time
+//	{P:Q}:scheduled               zset: jobs not yet due, by due time
+//	{P:Q}:ready:<p>               zset: due jobs of priority p (0 high, 1 normal, 2 low)
+//	{P:Q}:ready:<p>:t:<tenant>    zset: due jobs of a tenant in a lane shared among tenants
+//	{P:Q}:ring:<p>                list: the tenants of a shared lane, in turn
+//	{P:Q}:held:<p>:<tenant>       zset: due jobs of a paused tenant
+//	{P:Q}:leased                  zset: leased job ids by lease end
+//	{P:Q}:pause                   hash: the end of the queue's pause ("q") and of each tenant's ("t:<tenant>")
+//	{P:Q}:done:<state>            zset: finished job ids by finish time (accepted, failed, delivery_unknown)
+//	{P:Q}:wake                    shard channel: the delay until a job is due, for idle workers
+//	{P:idem}:<key>                string: an IdempotencyStore entry ("R"+token, or "C"+JSON)
+//
+// Idle workers do not poll for work: each script that makes a job due
+// publishes on the queue's shard channel (SPUBLISH, Redis 7 or later), and
+// the source arms a timer for the next scheduled job or lease end, so a job
+// starts a few milliseconds at most after its enqueue returns. The poll
+// interval is only a safety net.
+//
+// Redis must not evict keys: Open refuses a server whose maxmemory-policy is
+// not noeviction (Options.EvictionPolicyWarnOnly turns that into a
+// warning, for a managed Redis that hides CONFIG).
+package redis
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/alexify/mailer/drivers/polling"
+	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/mailqueue"
+)
+
+// The defaults of the spec's Defaults table, and the driver's own.
+const (
+	DefaultPrefix       = "mailer"
+	DefaultQueue        = "mail"
+	DefaultDedupeWindow = 24 * time.Hour
+	DefaultRetainFailed = 7 * 24 * time.Hour
+	// DefaultPollInterval is how long an idle worker waits before it
+	// reserves again when nothing woke it: a safety net only, as the
+	// server wakes idle workers (5 seconds).
+	DefaultPollInterval = 5 * time.Second
+	// enqueueChunk is the most jobs one enqueue script stores; a larger
+	// batch is several scripts in one pipeline.
+	enqueueChunk = 64
+)
+
+// RetainData says which finished jobs keep their message (spec/queue.md,
+// "What a job holds"). A job that drops it keeps its id, version and hash,
+// so an enqueue again is still told a duplicate.
+type RetainData string
+
+// The retention policies.
+const (
+	// RetainFailedData keeps the message of the failed jobs only, for a retry
+	// by hand. The default.
+	RetainFailedData RetainData = "failed"
+	// RetainAllData keeps the message of every finished job.
+	RetainAllData RetainData = "all"
+	// RetainNoData keeps no message of a finished job.
+	RetainNoData RetainData = "none"
+)
+
+// Fairness is how a queue shares its workers among tenants (spec/queue.md,
+// "Tenants in turn").
+type Fairness string
+
+// The fairness policies.
+const (
+	// FairnessNone takes jobs by priority, then time. The default.
+	FairnessNone Fairness = "none"
+	// FairnessTenant takes a high job of any tenant first, then the tenants
+	// in turn, a job each, the jobs of no tenant as one more.
+	FairnessTenant Fairness = "tenant"
+)
+
+// Options configure a Redis queue. A zero field takes the default.
+type Options struct {
+	// Client is the connection: a *redis.Client, a failover client
+	// (Sentinel) or a *redis.ClusterClient. Required; the driver does not
+	// close it.
+	Client goredis.UniversalClient
+	// Prefix and Queue name the queue: its keys share the hash tag
+	// {Prefix:Queue} ("mailer", "mail"). Neither may hold "{" or "}".
+	Prefix, Queue string
+	// Fairness is FairnessNone (the default) or FairnessTenant. It is a
+	// property of the queue in Redis: Open refuses a queue created with the
+	// other one (drain it first to change it).
+	Fairness Fairness
+	// DedupeWindow is how long a completed job is kept, the window in which
+	// an enqueue under its key is a duplicate (a day).
+	DedupeWindow time.Duration
+	// RetainFailed is how long a failed job is kept (a week).
+	RetainFailed time.Duration
+	// RetainData says which finished jobs keep their message ("failed").
+	RetainData RetainData
+	// LeaseDuration, PollInterval and CloseTimeout are the polling
+	// driver's (1 minute; 5 seconds, a safety net; 30 seconds).
+	LeaseDuration, PollInterval, CloseTimeout time.Duration
+	// EvictionPolicyWarnOnly logs a maxmemory-policy other than noeviction,
+	// or one that cannot be read (CONFIG hidden), as a warning instead of
+	// refusing to open: for a managed Redis you know to be set right.
+	EvictionPolicyWarnOnly bool
+	// Logger hears what the driver does; slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+// ErrEvictionPolicy is returned by Open when the server may evict keys
+// (maxmemory-policy is not noeviction) or its policy cannot be read: a job
+// evicted is a job lost, a lease evicted a job sent twice.
+var ErrEvictionPolicy = errors.New("redis: maxmemory-policy must be noeviction")
+
+// ErrFairnessMismatch is returned by Open when the queue in Redis was made
+// with another Fairness than Options.Fairness.
+var ErrFairnessMismatch = errors.New("redis: the queue was made with another fairness")
+
+// Queue is the Redis queue: the polling driver over a Source, a
+// mailqueue.Driver and a mailqueue.Pauser, plus the operations of an
+// operator (Stats, Jobs, Get, Failed, RetryFailed, Purge).
+type Queue struct {
+	*polling.Driver
+	src *Source
+}
+
+// Open checks the server (see Options.EvictionPolicyWarnOnly) and returns
+// the queue. It makes no connection that outlives the call until a worker
+// starts (the wake-up subscription).
+func Open(ctx context.Context, opts Options) (*Queue, error) {
+	src, err := OpenSource(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	d := polling.New(src, polling.Options{
+		PollInterval: src.opts.PollInterval, LeaseDuration: src.opts.LeaseDuration, CloseTimeout: src.opts.CloseTimeout,
+		Logger: src.log,
+	})
+	return &Queue{Driver: d, src: src}, nil
+}
+
+// Source returns the queue's Source.
+func (q *Queue) Source() *Source { return q.src }
+
+// RetryFailed queues a failed job again by hand; see Source.RetryFailed.
+func (q *Queue) RetryFailed(ctx context.Context, id string) error {
+	if err := q.src.RetryFailed(ctx, id); err != nil {
+		return err
+	}
+	q.Wake()
+	return nil
+}
+
+// Stats counts the jobs by state; see Source.Stats.
+func (q *Queue) Stats(ctx context.Context) (Stats, error) { return q.src.Stats(ctx) }
+
+// Jobs lists the jobs of a state; see Source.Jobs.
+func (q *Queue) Jobs(ctx context.Context, state State, offset, limit int) ([]Job, error) {
+	return q.src.Jobs(ctx, state, offset, limit)
+}
+
+// Get returns the job of the id; see Source.Get.
+func (q *Queue) Get(ctx context.Context, id string) (Job, bool, error) { return q.src.Get(ctx, id) }
+
+// Failed lists the jobs failed for good; see Source.Failed.
+func (q *Queue) Failed(ctx context.Context, limit int) ([]Job, error) {
+	return q.src.Failed(ctx, limit)
+}
+
+// Purge forgets finished jobs; see Source.Purge.
+func (q *Queue) Purge(ctx context.Context, p PurgeParams) (int, error) { return q.src.Purge(ctx, p) }
+
+// Source is a mailqueue.Source and a mailqueue.Pauser on Redis, and a
+// polling.Notifier: it wakes the idle runners of the polling driver when a
+// job becomes due. It is safe for concurrent use.
+type Source struct {
+	c    goredis.UniversalClient
+	opts Options
+	log  *slog.Logger
+	tag  string // "{P:Q}"
+	pfx  string // "{P:Q}:"
+	keys []string
+
+	shift atomic.Int64 // ms added to the server's clock, in tests only
+
+	tokPrefix string
+	tokN      atomic.Uint64
+
+	n notifier
+	b batcher
+}
+
+var (
+	_ mailqueue.Source = (*Source)(nil)
+	_ mailqueue.Pauser = (*Source)(nil)
+	_ polling.Notifier = (*Source)(nil)
+)
+
+// OpenSource checks the server and returns the Source alone, for a driver
+// of your own; Open wraps it in the polling driver. It returns an error
+// wrapping ErrEvictionPolicy or ErrFairnessMismatch, or the server's.
+func OpenSource(ctx context.Context, opts Options) (*Source, error) {
+	if opts.Client == nil {
+		return nil, errors.New("redis: Options.Client is required")
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultPrefix
+	}
+	if opts.Queue == "" {
+		opts.Queue = DefaultQueue
+	}
+	if strings.ContainsAny(opts.Prefix+opts.Queue, "{}") {
+		return nil, errors.New("redis: Options.Prefix and Options.Queue may not hold { or }")
+	}
+	if opts.Fairness == "" {
+		opts.Fairness = FairnessNone
+	}
+	if opts.Fairness != FairnessNone && opts.Fairness != FairnessTenant {
+		return nil, fmt.Errorf("redis: unknown fairness %q", opts.Fairness)
+	}
+	if opts.RetainData == "" {
+		opts.RetainData = RetainFailedData
+	}
+	if opts.RetainData != RetainFailedData && opts.RetainData != RetainAllData && opts.RetainData != RetainNoData {
+		return nil, fmt.Errorf("redis: unknown RetainData %q", opts.RetainData)
+	}
+	if opts.DedupeWindow <= 0 {
+		opts.DedupeWindow = DefaultDedupeWindow
+	}
+	if opts.RetainFailed <= 0 {
+		opts.RetainFailed = DefaultRetainFailed
+	}
+	if opts.LeaseDuration <= 0 {
+		opts.LeaseDuration = polling.DefaultLeaseDuration
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultPollInterval
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	tag := "{" + opts.Prefix + ":" + opts.Queue + "}"
+	s := &Source{c: opts.Client, opts: opts, log: opts.Logger, tag: tag, pfx: tag + ":"}
+	s.keys = []string{
+		s.pfx + "meta", s.pfx + "queued", s.pfx + "scheduled", s.pfx + "leased", s.pfx + "pause",
+		s.pfx + "done:accepted", s.pfx + "done:failed", s.pfx + "done:delivery_unknown",
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	s.tokPrefix = hex.EncodeToString(b[:])
+	s.n.src = s
+	s.b = batcher{c: s.c, keys: s.keys}
+	if err := s.checkEviction(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.checkFairness(ctx); err != nil {
+		return nil, err
+	}
+	if err := loadScripts(ctx, s.c); err != nil {
+		return nil, fmt.Errorf("redis: loading the scripts: %w", err)
+	}
+	return s, nil
+}
+
+// checkEviction refuses a server that may evict keys.
+func (s *Source) checkEviction(ctx context.Context) error {
+	check := func(ctx context.Context, c goredis.UniversalClient) error {
+		m, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
+		if err != nil {
+			return fmt.Errorf("%w: cannot read it: %w", ErrEvictionPolicy, err)
+		}
+		if p, ok := m["maxmemory-policy"]; !ok || p != "noeviction" {
+			return fmt.Errorf("%w, not %q", ErrEvictionPolicy, p)
+		}
+		return nil
+	}
+	var err error
+	if cc, ok := s.c.(*goredis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error { return check(ctx, c) })
+	} else {
+		err = check(ctx, s.c)
+	}
+	if err != nil && s.opts.EvictionPolicyWarnOnly {
+		s.log.Warn("redis.eviction_policy", "reason", err.Error())
+		return nil
+	}
+	return err
+}
+
+// checkFairness records the queue's fairness on first use, and refuses
+// another one after.
+func (s *Source) checkFairness(ctx context.Context) error {
+	if err := s.c.HSetNX(ctx, s.keys[0], "fairness", string(s.opts.Fairness)).Err(); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	got, err := s.c.HGet(ctx, s.keys[0], "fairness").Result()
+	if err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	if got != string(s.opts.Fairness) {
+		return fmt.Errorf("%w: %s is %q, Options.Fairness %q", ErrFairnessMismatch, s.tag, got, s.opts.Fairness)
+	}
+	return nil
+}
+
+// StoredFairness returns the fairness the queue prefix:queue was made
+// with, FairnessNone for a queue not made yet: for a tool that opens any
+// queue, such as mailq.
+func StoredFairness(ctx context.Context, c goredis.UniversalClient, prefix, queue string) (Fairness, error) {
+	f, err := c.HGet(ctx, "{"+prefix+":"+queue+"}:meta", "fairness").Result()
+	if errors.Is(err, goredis.Nil) || err == nil && f == "" {
+		return FairnessNone, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("redis: %w", err)
+	}
+	return Fairness(f), nil
+}
+
+// Tag returns the queue's hash tag, "{prefix:queue}": every key of the
+// queue begins with it.
+func (s *Source) Tag() string { return s.tag }
+
+// args returns the ARGV every script begins with (scripts/common.lua),
+// followed by more.
+func (s *Source) args(more ...any) []any {
+	fair := "0"
+	if s.opts.Fairness == FairnessTenant {
+		fair = "1"
+	}
+	a := make([]any, 0, 6+len(more))
+	a = append(a, s.pfx, s.shift.Load(), fair, string(s.opts.RetainData),
+		s.opts.DedupeWindow.Milliseconds(), s.opts.RetainFailed.Milliseconds())
+	return append(a, more...)
+}
+
+// now is the source's view of the server's clock: the local clock, plus
+// the shift of the tests.
+func (s *Source) now() time.Time {
+	return time.Now().Add(time.Duration(s.shift.Load()) * time.Millisecond)
+}
+
+func priorityNum(p jobv1.Priority) int {
+	switch p {
+	case jobv1.PriorityHigh:
+		return 0
+	case jobv1.PriorityLow:
+		return 2
+	}
+	return 1
+}
+
+func priorityOf(n int64) jobv1.Priority {
+	switch n {
+	case 0:
+		return jobv1.PriorityHigh
+	case 2:
+		return jobv1.PriorityLow
+	}
+	return jobv1.PriorityNormal
+}
+
+// version returns the job's "v" as JSON text, kept when its data is
+// dropped; "" when the data has none.
+func version(data []byte) string {
+	var j struct {
+		V json.RawMessage `json:"v"`
+	}
+	if json.Unmarshal(data, &j) != nil {
+		return ""
+	}
+	return string(j.V)
+}
+
+// Enqueue stores jobs, each atomically, in chunks of one script each, the
+// chunks in one pipeline; see mailqueue.Source. A duplicate is told by the
+// stored hash; a conflict is another hash under the id.
+func (s *Source) Enqueue(ctx context.Context, jobs []mailqueue.NewJob) ([]mailqueue.EnqueueResult, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	chunkArgs := func(js []mailqueue.NewJob) []any {
+		a := s.args()
+		for _, j := range js {
+			max := j.MaxAttempts
+			if max <= 0 {
+				max = mailqueue.DefaultMaxAttempts
+			}
+			a = append(a, j.ID, j.Hash, version(j.Data), j.Data, priorityNum(j.Priority), j.TenantID, max,
+				j.RunAt.UnixMilli(), j.EnqueuedAt.UnixMilli())
+		}
+		return a
+	}
+	var vals [][]any
+	var err error
+	if len(jobs) <= enqueueChunk {
+		var v any
+		v, err = scriptEnqueue.Run(ctx, s.c, s.keys, chunkArgs(jobs)...).Result()
+		if err == nil {
+			vals = append(vals, v.([]any))
+		}
+	} else {
+		vals, err = s.enqueuePipelined(ctx, jobs, chunkArgs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redis: enqueue: %w", err)
+	}
+	res := make([]mailqueue.EnqueueResult, 0, len(jobs))
+	for _, v := range vals {
+		for _, r := range v {
+			n, _ := r.(int64)
+			res = append(res, mailqueue.EnqueueResult{ID: jobs[len(res)].ID, Duplicate: n == 1, Conflict: n == 2})
+		}
+	}
+	if len(res) != len(jobs) {
+		return nil, fmt.Errorf("redis: enqueue: %d results for %d jobs", len(res), len(jobs))
+	}
+	if s.n.local() {
+		s.n.wakeAll()
+	}
+	return res, nil
+}
+
+func (s *Source) enqueuePipelined(ctx context.Context, jobs []mailqueue.NewJob, chunkArgs func([]mailqueue.NewJob) []any) ([][]any, error) {
+	for try := 0; ; try++ {
+		pipe := s.c.Pipeline()
+		var cmds []*goredis.Cmd
+		for i := 0; i < len(jobs); i += enqueueChunk {
+			end := min(i+enqueueChunk, len(jobs))
+			cmds = append(cmds, scriptEnqueue.EvalSha(ctx, pipe, s.keys, chunkArgs(jobs[i:end])...))
+		}
+		_, err := pipe.Exec(ctx)
+		if err != nil && try == 0 && goredis.HasErrorPrefix(err, "NOSCRIPT") {
+			// A server that lost its scripts (a restart, a failover): load
+			// them, and run the pipeline again; the chunks that ran are
+			// duplicates the second time, so nothing is stored twice.
+			if lerr := loadScripts(ctx, s.c); lerr != nil {
+				return nil, lerr
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out := make([][]any, len(cmds))
+		for i, c := range cmds {
+			v, err := c.Result()
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v.([]any)
+		}
+		return out, nil
+	}
+}
+
+// Reserve leases up to p.Limit due jobs; see mailqueue.Source and
+// scripts/reserve.lua. A lease's Until is on the local clock: the time
+// before the call plus p.LeaseDuration, so it never ends later than the
+// lease the server holds.
+func (s *Source) Reserve(ctx context.Context, p mailqueue.ReserveParams) ([]*mailqueue.Lease, error) {
+	if p.Limit < 1 {
+		p.Limit = 1
+	}
+	if p.LeaseDuration <= 0 {
+		p.LeaseDuration = s.opts.LeaseDuration
+	}
+	before := s.now()
+	base := s.tokPrefix + "-" + strconv.FormatUint(s.tokN.Add(1), 36)
+	v, err := scriptReserve.Run(ctx, s.c, s.keys, s.args(p.Limit, p.LeaseDuration.Milliseconds(), base)...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redis: reserve: %w", err)
+	}
+	arr, ok := v.([]any)
+	if !ok || len(arr) < 2 || (len(arr)-2)%9 != 0 {
+		return nil, fmt.Errorf("redis: reserve: an answer of %d values", len(arr))
+	}
+	next, _ := arr[0].(int64)
+	more, _ := arr[1].(int64)
+	until := before.Add(p.LeaseDuration)
+	leases := make([]*mailqueue.Lease, 0, (len(arr)-2)/9)
+	for i := 2; i < len(arr); i += 9 {
+		str := func(k int) string { x, _ := arr[i+k].(string); return x }
+		num := func(k int) int64 { x, _ := arr[i+k].(int64); return x }
+		leases = append(leases, &mailqueue.Lease{
+			ID: str(0), Token: str(1), Data: []byte(str(2)), Attempt: int(num(3)) + 1, MaxAttempts: int(num(4)),
+			Redeliveries: int(num(5)), Priority: priorityOf(num(6)), TenantID: str(7),
+			EnqueuedAt: time.UnixMilli(num(8)), Until: until,
+		})
+	}
+	switch {
+	case more == 1:
+		s.n.wakeAll()
+	case next >= 0:
+		s.n.wakeIn(time.Duration(next) * time.Millisecond)
+	}
+	return leases, nil
+}
+
+// settle runs a fenced script, batched with the settles of concurrent
+// runs (batch.go); a 0 answer is a lost lease.
+func (s *Source) settle(ctx context.Context, what string, sc *goredis.Script, more ...any) (bool, error) {
+	n, err := s.b.run(ctx, sc, s.args(more...))
+	if err != nil {
+		return false, fmt.Errorf("redis: %s: %w", what, err)
+	}
+	return n == 1, nil
+}
+
+// Extend moves the end of a lease to now + p.Duration, by the server's
+// clock; see mailqueue.Source. A lease whose job or lease entry vanished is
+// lost: false.
+func (s *Source) Extend(ctx context.Context, p mailqueue.ExtendParams) (bool, error) {
+	d := p.Duration
+	if d <= 0 {
+		d = s.opts.LeaseDuration
+	}
+	return s.settle(ctx, "extend", scriptExtend, p.ID, p.Token, d.Milliseconds())
+}
+
+// Ack settles a run as accepted; see mailqueue.Source.
+func (s *Source) Ack(ctx context.Context, p mailqueue.AckParams) (bool, error) {
+	return s.settle(ctx, "ack", scriptAck, p.ID, p.Token)
+}
+
+// Retry spends an attempt and makes the job due after p.Delay; see
+// mailqueue.Source.
+func (s *Source) Retry(ctx context.Context, p mailqueue.RetryParams) (bool, error) {
+	return s.settle(ctx, "retry", scriptRetry, p.ID, p.Token, p.Delay.Milliseconds(), string(p.Code), p.Reason)
+}
+
+// Fail settles the job for good in p.State; see mailqueue.Source.
+func (s *Source) Fail(ctx context.Context, p mailqueue.FailParams) (bool, error) {
+	return s.settle(ctx, "fail", scriptFail, p.ID, p.Token, string(p.State), string(p.Code), p.Reason)
+}
+
+// Release gives the job back unspent, due after p.Delay; see
+// mailqueue.Source.
+func (s *Source) Release(ctx context.Context, p mailqueue.ReleaseParams) (bool, error) {
+	return s.settle(ctx, "release", scriptRelease, p.ID, p.Token, p.Delay.Milliseconds(), string(p.Code), p.Reason)
+}
+
+// Pause pauses the queue, or a tenant's jobs, for p.For by the server's
+// clock; a longer pause in place is kept. See mailqueue.Pauser.
+func (s *Source) Pause(ctx context.Context, p mailqueue.Pause) error {
+	t := "0"
+	if p.Tenant {
+		t = "1"
+	}
+	if err := scriptPause.Run(ctx, s.c, s.keys, s.args(t, p.TenantID, p.For.Milliseconds())...).Err(); err != nil {
+		return fmt.Errorf("redis: pause: %w", err)
+	}
+	return nil
+}
+
+// Resume ends a pause of the queue (tenant false) or of a tenant before its
+// time, and wakes the idle workers. See mailqueue.Pauser.
+func (s *Source) Resume(ctx context.Context, tenant bool, tenantID string) error {
+	t := "0"
+	if tenant {
+		t = "1"
+	}
+	if err := scriptResume.Run(ctx, s.c, s.keys, s.args(t, tenantID)...).Err(); err != nil {
+		return fmt.Errorf("redis: resume: %w", err)
+	}
+	return nil
+}
+
+// notifier fans the wake-ups of the queue's shard channel and of its timer
+// out to the runners that listen (polling.Notifier).
+type notifier struct {
+	src *Source
+
+	mu      sync.Mutex
+	subs    map[chan<- struct{}]struct{}
+	stop    context.CancelFunc
+	done    chan struct{}
+	timer   *time.Timer
+	timerAt time.Time
+}
+
+// Notify registers wake, and subscribes to the queue's wake-ups while at
+// least one runner listens; see polling.Notifier.
+func (s *Source) Notify(wake chan<- struct{}) (stop func()) {
+	n := &s.n
+	n.mu.Lock()
+	if n.subs == nil {
+		n.subs = map[chan<- struct{}]struct{}{}
+	}
+	n.subs[wake] = struct{}{}
+	if n.stop == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		n.stop, n.done = cancel, make(chan struct{})
+		go n.listen(ctx, n.done)
+	}
+	n.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			n.mu.Lock()
+			delete(n.subs, wake)
+			var done chan struct{}
+			if len(n.subs) == 0 && n.stop != nil {
+				n.stop()
+				done = n.done
+				n.stop, n.done = nil, nil
+				if n.timer != nil {
+					n.timer.Stop()
+					n.timer = nil
+				}
+			}
+			n.mu.Unlock()
+			if done != nil {
+				<-done
+			}
+		})
+	}
+}
+
+// listen reads the queue's shard channel until ctx is done.
+func (n *notifier) listen(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	ps := n.src.c.SSubscribe(ctx, n.src.pfx+"wake")
+	defer ps.Close()
+	ch := ps.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m, ok := <-ch:
+			if !ok {
+				return
+			}
+			ms, err := strconv.ParseInt(m.Payload, 10, 64)
+			if err != nil || ms <= 0 {
+				n.wakeAll()
+				continue
+			}
+			n.wakeIn(time.Duration(ms) * time.Millisecond)
+		}
+	}
+}
+
+// local reports whether a runner listens in this process.
+func (n *notifier) local() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.subs) > 0
+}
+
+// wakeAll wakes every listening runner, never blocking.
+func (n *notifier) wakeAll() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for c := range n.subs {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// wakeIn arms the timer to wake the runners after d, unless it is armed
+// for sooner already.
+func (n *notifier) wakeIn(d time.Duration) {
+	if d <= 0 {
+		n.wakeAll()
+		return
+	}
+	at := time.Now().Add(d)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.subs) == 0 {
+		return
+	}
+	if n.timer != nil && !n.timerAt.After(at) && time.Until(n.timerAt) > 0 {
+		return
+	}
+	if n.timer != nil {
+		n.timer.Stop()
+	}
+	n.timerAt = at
+	n.timer = time.AfterFunc(d, n.wakeAll)
+}

@@ -1,0 +1,178 @@
+-- common.lua: the helpers every script of the Redis driver begins with. The
+-- driver prepends this file to each script when it loads it; it is not a
+-- script of its own.
+--
+-- Every script takes the same KEYS and the same first six ARGV:
+--   KEYS[1] -> {P:Q}:meta                   hash: fairness
+--   KEYS[2] -> {P:Q}:queued                 zset: id of every queued job -> when it is due (ms)
+--   KEYS[3] -> {P:Q}:scheduled              zset: member of a job not yet due -> when it is due (ms)
+--   KEYS[4] -> {P:Q}:leased                 zset: id of every leased job -> when its lease runs out (ms)
+--   KEYS[5] -> {P:Q}:pause                  hash: "q" -> the end of the queue's pause (ms),
+--                                           "t:<tenant>" -> the end of the tenant's pause (ms)
+--   KEYS[6] -> {P:Q}:done:accepted          zset: id -> when it finished (ms)
+--   KEYS[7] -> {P:Q}:done:failed            zset: id -> when it finished (ms)
+--   KEYS[8] -> {P:Q}:done:delivery_unknown  zset: id -> when it finished (ms)
+--   ARGV[1] -> the key prefix "{P:Q}:"
+--   ARGV[2] -> a shift of the server's clock in ms: 0, but in the driver's own tests
+--   ARGV[3] -> "1" when the queue shares its normal and low lanes among tenants
+--   ARGV[4] -> RetainData: "failed", "all" or "none"
+--   ARGV[5] -> the dedupe window in ms: how long a completed job is kept
+--   ARGV[6] -> RetainFailed in ms: how long a failed job is kept
+--
+-- The other keys a script touches are derived from ARGV[1], so they share
+-- the queue's hash tag and its slot on Redis Cluster (as BullMQ derives its
+-- job keys): {P:Q}:job:<id> (hash), {P:Q}:ready:<p> (zset of the due jobs of
+-- priority p: 0 high, 1 normal, 2 low), {P:Q}:ready:<p>:t:<tenant> and
+-- {P:Q}:ring:<p> (list of tenants in turn) for the lanes shared among
+-- tenants, {P:Q}:held:<p>:<tenant> (zset of the due jobs of a paused tenant)
+-- and the shard channel {P:Q}:wake.
+--
+-- A member of scheduled, ready, the tenants' lanes and held is the time
+-- the job was queued (the server's clock in microseconds, 16 digits), its
+-- order within the script (4 digits), then its id: jobs due at the same
+-- millisecond go in the order they were queued.
+--
+-- Time is the server's (TIME), never a worker's.
+
+local P = ARGV[1]
+local SHIFT = tonumber(ARGV[2])
+local FAIR = ARGV[3] == '1'
+local RETAIN = ARGV[4]
+local DEDUPE = tonumber(ARGV[5])
+local RETAINF = tonumber(ARGV[6])
+local K_META, K_QUEUED, K_SCHED, K_LEASED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local K_PAUSE = KEYS[5]
+local K_DONE = { accepted = KEYS[6], failed = KEYS[7], delivery_unknown = KEYS[8] }
+local MEMLEN = 20 -- the length of a member's prefix
+
+local US = 0   -- the server's clock in microseconds, read by now_ms
+local QSEQ = 0 -- the jobs this script queued
+
+local function now_ms()
+  local t = redis.call('TIME')
+  US = tonumber(t[1]) * 1000000 + tonumber(t[2]) + SHIFT * 1000
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + SHIFT
+end
+
+local function id_of(mem)
+  return string.sub(mem, MEMLEN + 1)
+end
+
+local function job_key(id)
+  return P .. 'job:' .. id
+end
+
+local function min(a, b)
+  if a == nil then return b end
+  if b == nil then return a end
+  if b < a then return b end
+  return a
+end
+
+-- push_ready puts a due job's member in its lane: one zset per priority, or
+-- for the normal and low lanes of a fair queue a zset per tenant, the
+-- tenant joining the ring when its zset was empty.
+local function push_ready(pri, tenant, score, mem)
+  if FAIR and pri > 0 then
+    local lk = P .. 'ready:' .. pri .. ':t:' .. tenant
+    redis.call('ZADD', lk, score, mem)
+    if redis.call('ZCARD', lk) == 1 then
+      redis.call('RPUSH', P .. 'ring:' .. pri, tenant)
+    end
+  else
+    redis.call('ZADD', P .. 'ready:' .. pri, score, mem)
+  end
+end
+
+-- queue_job makes a job queued: scheduled when run_at is later than now,
+-- else due; extra holds more fields to set on the job. It returns how long
+-- from now it is due (0 when it is).
+local function queue_job(id, jk, pri, tenant, run_at, now, extra)
+  QSEQ = QSEQ + 1
+  local mem = string.format('%016d%04d', US, QSEQ % 10000) .. id
+  local f = { 'state', 'queued', 'runat', run_at, 'mem', mem, 'token', '' }
+  if extra then
+    for _, v in ipairs(extra) do f[#f + 1] = v end
+  end
+  redis.call('HSET', jk, unpack(f))
+  redis.call('ZADD', K_QUEUED, run_at, id)
+  if run_at > now then
+    redis.call('ZADD', K_SCHED, run_at, mem)
+    return run_at - now
+  end
+  push_ready(pri, tenant, run_at, mem)
+  return 0
+end
+
+-- wake tells the idle workers that a job is due in delay ms (0: now).
+local function wake(delay)
+  if delay ~= nil then
+    redis.call('SPUBLISH', P .. 'wake', tostring(delay))
+  end
+end
+
+-- holds_lease is the fence of Extend and of every settle: the job's lease
+-- token is token, and its lease is in leased and has not run out. A job
+-- whose hash or lease vanished holds no lease. It returns the attempts the
+-- job spent when the lease holds, else nil.
+local function holds_lease(id, jk, token, now)
+  if token == '' then return nil end
+  local f = redis.call('HMGET', jk, 'token', 'att')
+  if not f[1] or f[1] ~= token then return nil end
+  local u = redis.call('ZSCORE', K_LEASED, id)
+  if not u or tonumber(u) <= now then return nil end
+  return tonumber(f[2]) or 0
+end
+
+-- resume_tenant ends the pause of a tenant and gives its held jobs back to
+-- their lanes (held jobs are only ever in lanes not shared by tenant).
+local function resume_tenant(tenant)
+  redis.call('HDEL', K_PAUSE, 't:' .. tenant)
+  local any = false
+  for p = 0, 2 do
+    local hk = P .. 'held:' .. p .. ':' .. tenant
+    if redis.call('EXISTS', hk) == 1 then
+      local rk = P .. 'ready:' .. p
+      redis.call('ZUNIONSTORE', rk, 2, rk, hk, 'AGGREGATE', 'MIN')
+      redis.call('DEL', hk)
+      any = true
+    end
+  end
+  return any
+end
+
+-- finish settles a leased job for good in state, its attempts now att,
+-- applies RetainData, and keeps it for its retention (by time, never by
+-- count: the hash expires, and the state's index is trimmed by time).
+local function finish(id, jk, att, state, code, reason, now)
+  redis.call('ZREM', K_LEASED, id)
+  redis.call('HSET', jk, 'state', state, 'att', att, 'token', '', 'code', code, 'reason', reason, 'fin', now)
+  local keep = RETAIN == 'all' or (RETAIN == 'failed' and state ~= 'accepted')
+  if keep then
+    redis.call('HDEL', jk, 'until')
+  else
+    redis.call('HDEL', jk, 'until', 'data')
+  end
+  local window = RETAINF
+  if state == 'accepted' then window = DEDUPE end
+  redis.call('PEXPIRE', jk, window)
+  local dk = K_DONE[state]
+  redis.call('ZADD', dk, now, id)
+  -- The index is trimmed now and then: an entry a little past its window
+  -- is left out by the readers (its job has expired).
+  if now % 8 == 0 then
+    redis.call('ZREMRANGEBYSCORE', dk, '-inf', now - window)
+  end
+end
+
+-- requeue gives a leased job back, due after delay ms, its attempts now
+-- att.
+local function requeue(id, jk, att, code, reason, delay, now)
+  redis.call('ZREM', K_LEASED, id)
+  redis.call('HDEL', jk, 'until')
+  local f = redis.call('HMGET', jk, 'pri', 'tenant')
+  if delay < 0 then delay = 0 end
+  return queue_job(id, jk, tonumber(f[1]), f[2] or '', now + delay, now, { 'att', att, 'code', code, 'reason', reason })
+end
+
+-- End of common.lua; the script follows.

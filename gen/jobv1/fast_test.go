@@ -1,0 +1,85 @@
+package jobv1
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"testing"
+)
+
+// fastAgrees fails the test when the fast path says valid of a value the
+// schema (jsonschema/v6) refuses: the one thing the fast path must never do.
+func fastAgrees(t testing.TB, data []byte) (fast, full bool) {
+	t.Helper()
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return false, false
+	}
+	sch, err := compiled()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast = fastValid(v)
+	full = sch.Validate(v) == nil
+	if fast && !full {
+		t.Fatalf("the fast path says valid, the schema refuses:\n%s\n%v", data, sch.Validate(v))
+	}
+	return fast, full
+}
+
+// vectorJobs returns the valid and the invalid jobs of gen/vectors.
+func vectorJobs(t testing.TB) (valid, invalid [][]byte) {
+	t.Helper()
+	data, err := os.ReadFile("../vectors/vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vec struct {
+		Valid, Invalid []struct {
+			Job json.RawMessage `json:"job"`
+		}
+	}
+	if err := json.Unmarshal(data, &vec); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vec.Valid {
+		valid = append(valid, v.Job)
+	}
+	for _, v := range vec.Invalid {
+		invalid = append(invalid, v.Job)
+	}
+	return valid, invalid
+}
+
+func TestFastPath(t *testing.T) {
+	valid, invalid := vectorJobs(t)
+	valid = append(valid, []byte(validTemplate), []byte(validContent), []byte(validSealed))
+	for _, job := range valid {
+		if fast, full := fastAgrees(t, job); !fast || !full {
+			t.Errorf("a valid job: fast %t, schema %t; the fast path should take it:\n%s", fast, full, job)
+		}
+	}
+	for _, job := range invalid {
+		fastAgrees(t, job)
+		if Validate(job) == nil {
+			t.Errorf("an invalid job passed Validate:\n%s", job)
+		}
+	}
+}
+
+// FuzzFastPath checks on any input that the fast path never says valid of a
+// value the schema refuses. Run it with: go test ./gen/jobv1 -run '^$' -fuzz FuzzFastPath -fuzztime 30s
+func FuzzFastPath(f *testing.F) {
+	valid, invalid := vectorJobs(f)
+	for _, j := range append(valid, invalid...) {
+		f.Add(j)
+	}
+	f.Add([]byte(validTemplate))
+	f.Add([]byte(validContent))
+	f.Add([]byte(validSealed))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fastAgrees(t, data)
+	})
+}

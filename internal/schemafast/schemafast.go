@@ -1,0 +1,140 @@
+// Package schemafast holds the checks the generated fast path of the job
+// validator calls (cmd/generate/fastgen.go). Each answers for one JSON
+// Schema keyword, on a value as encoding/json decodes it (map[string]any,
+// []any, string, json.Number or float64, bool, nil).
+//
+// The checks that feed a "valid for sure" answer are conservative: where
+// the schema's rule has corner cases (an integer written 1.0, a date-time
+// written in lower case), they answer false and leave the value to
+// jsonschema/v6. The checks the fast path needs exact (HasAll,
+// AbsentOrEquals, the type tests other than IsInteger) are exact.
+package schemafast
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// IsObject reports whether v is a JSON object.
+func IsObject(v any) bool { _, ok := v.(map[string]any); return ok }
+
+// IsArray reports whether v is a JSON array.
+func IsArray(v any) bool { _, ok := v.([]any); return ok }
+
+// IsString reports whether v is a JSON string.
+func IsString(v any) bool { _, ok := v.(string); return ok }
+
+// IsBool reports whether v is true or false.
+func IsBool(v any) bool { _, ok := v.(bool); return ok }
+
+// IsNumber reports whether v is a JSON number.
+func IsNumber(v any) bool {
+	switch v.(type) {
+	case json.Number, float64:
+		return true
+	}
+	return false
+}
+
+// IsInteger reports whether v is an integer written plainly (conservative:
+// 1.0 and 1e0 are integers to JSON Schema but answer false here).
+func IsInteger(v any) bool { _, ok := Int(v); return ok }
+
+// Int returns v as an int64 when it is an integer written plainly.
+func Int(v any) (int64, bool) {
+	switch n := v.(type) {
+	case json.Number:
+		if strings.ContainsAny(string(n), ".eE") {
+			return 0, false
+		}
+		i, err := strconv.ParseInt(string(n), 10, 64)
+		return i, err == nil
+	case float64:
+		if n != math.Trunc(n) || math.Abs(n) > 1<<53 {
+			return 0, false
+		}
+		return int64(n), true
+	}
+	return 0, false
+}
+
+// ConstString reports whether v is the string s.
+func ConstString(v any, s string) bool { x, ok := v.(string); return ok && x == s }
+
+// ConstInt reports whether v is the integer n written plainly.
+func ConstInt(v any, n int64) bool { i, ok := Int(v); return ok && i == n }
+
+// Enum reports whether v is one of the strings vals.
+func Enum(v any, vals ...string) bool {
+	s, ok := v.(string)
+	if !ok {
+		return false
+	}
+	for _, x := range vals {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Length reports whether s has from min to max characters (code points, as
+// JSON Schema counts them); max < 0 is no maximum.
+func Length(s string, min, max int) bool {
+	n := utf8.RuneCountInString(s)
+	return n >= min && (max < 0 || n <= max)
+}
+
+var dateTimeRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$`)
+
+// DateTime reports whether s is an RFC 3339 date-time in its plain form
+// (upper-case T and Z, at most nanoseconds) that names a real instant.
+func DateTime(s string) bool {
+	if !dateTimeRE.MatchString(s) {
+		return false
+	}
+	_, err := time.Parse(time.RFC3339Nano, s)
+	return err == nil
+}
+
+// Base64 reports whether s is standard base64 with padding.
+func Base64(s string) bool {
+	_, err := base64.StdEncoding.DecodeString(s)
+	return err == nil
+}
+
+// HasAll reports whether v, when it is an object, has every name (JSON
+// Schema's required; a value that is not an object passes it).
+func HasAll(v any, names ...string) bool {
+	o, ok := v.(map[string]any)
+	if !ok {
+		return true
+	}
+	for _, n := range names {
+		if _, ok := o[n]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// AbsentOrEquals decides {"properties": {name: {"const": s}}} exactly: true
+// when v is not an object, has no name, or has name equal to the string s.
+func AbsentOrEquals(v any, name, s string) bool {
+	o, ok := v.(map[string]any)
+	if !ok {
+		return true
+	}
+	x, ok := o[name]
+	if !ok {
+		return true
+	}
+	str, ok := x.(string)
+	return ok && str == s
+}

@@ -1,0 +1,222 @@
+// Package idempotency wraps any mail.Transport so that a message goes at
+// most once per idempotency key, across attempts, workers and processes that
+// share a Store (spec/queue.md, "Once per key"; DESIGN.md, invariant 1).
+//
+// Before a send, the Transport reserves the message's IdempotencyKey (the
+// queue's worker sets it to the job's id) for Options.LeaseDuration. Then:
+//
+//   - a key already completed answers the stored receipt without sending: an
+//     Accepted one (a send again after a run that settled too late) with a
+//     nil error, a DeliveryUnknown one with its *mail.Error;
+//   - a key reserved and not completed (a run in flight, or one that died
+//     between the reservation and the receipt) answers DeliveryUnknown with
+//     ErrInFlight, never a second send;
+//   - a send that provably did not go (Retryable, RateLimited, Rejected,
+//     Validation, Unsupported, Auth, Configuration) releases the key, so
+//     that the retry can send;
+//   - a send that went or may have gone (Accepted, DeliveryUnknown, an error
+//     that is not a *mail.Error, a receipt of no known category) completes
+//     the key with its receipt, kept Options.ReceiptTTL.
+//
+// A panic of the wrapped transport goes up unrecovered and leaves the
+// reservation in place: the queue fails that attempt (queue.thrown), and an
+// attempt again within the lease answers DeliveryUnknown. Once a reservation
+// runs out without a receipt, the key is free again: keep LeaseDuration
+// longer than a run can last (the queue's lease is a minute by default).
+//
+// The Store must be shared by every worker that may send the same job; a
+// store per process only dedupes within it (spec/queue.md, "Several
+// processes"). NewMemoryStore is the store of one process and of tests.
+package idempotency
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"time"
+
+	"github.com/alexify/mailer/mail"
+)
+
+// The defaults of Options (spec/queue.md, "Defaults": leaseMs of
+// IdempotencyTransport).
+const (
+	// DefaultLeaseDuration is how long a reservation holds a key when
+	// Options.LeaseDuration is zero: 10 minutes, longer than a queue lease
+	// (1 minute), so that the run after a run that died does not send again.
+	DefaultLeaseDuration = 10 * time.Minute
+	// DefaultReceiptTTL is how long a completed key keeps its receipt when
+	// Options.ReceiptTTL is zero: a day, the queue's dedupe window.
+	DefaultReceiptTTL = 24 * time.Hour
+	// storeTimeout bounds Complete and Release, which run on a context
+	// without the send's cancellation.
+	storeTimeout = 10 * time.Second
+)
+
+// ErrInFlight is the cause (matched with errors.Is) of the DeliveryUnknown
+// receipt a Send answers when its key is reserved by another run and has no
+// receipt: that run is sending, or died mid-send and may have sent.
+var ErrInFlight = errors.New("idempotency: a send under this key is in flight or died before its receipt")
+
+// ErrStore is the cause (matched with errors.Is) of the Retryable receipt a
+// Send answers when the store failed to reserve the key: nothing was sent.
+var ErrStore = errors.New("idempotency: the store failed")
+
+// Entry is what a Store holds for a key.
+type Entry struct {
+	// Token identifies the reservation: the run that reserved the key.
+	Token string
+	// Receipt is the receipt Complete stored; nil while the key is only
+	// reserved.
+	Receipt *mail.Receipt
+}
+
+// Store keeps the reservations and the receipts of idempotency keys. Every
+// method is atomic for its key: a Redis store does Reserve with
+// SET key token NX PX ttl (then GET on failure), and Complete and Release
+// with a Lua script that compares the stored token before it writes; an SQL
+// store with an INSERT ... ON CONFLICT DO NOTHING and an UPDATE or DELETE
+// ... WHERE key = $1 AND token = $2. An entry past its time-to-live is gone.
+type Store interface {
+	// Reserve reserves key for token for ttl when the key holds no live
+	// entry, and returns nil. When it holds one (a reservation or a
+	// receipt), Reserve changes nothing and returns a copy of it. Of two
+	// concurrent calls for one key, exactly one reserves it.
+	Reserve(ctx context.Context, key, token string, ttl time.Duration) (*Entry, error)
+	// Complete stores receipt for key, kept for ttl, when key is reserved
+	// by token, and returns true. It returns false and changes nothing when
+	// the key is not reserved by token (its reservation ran out, or another
+	// run holds it).
+	Complete(ctx context.Context, key, token string, receipt mail.Receipt, ttl time.Duration) (bool, error)
+	// Release deletes the reservation of key when token holds it and it has
+	// no receipt, and returns true; otherwise it changes nothing and returns
+	// false.
+	Release(ctx context.Context, key, token string) (bool, error)
+}
+
+// Options configures a Transport. The zero value takes the defaults.
+type Options struct {
+	// LeaseDuration is how long a reservation holds a key before its
+	// receipt; DefaultLeaseDuration (10 minutes) when zero.
+	LeaseDuration time.Duration
+	// ReceiptTTL is how long a completed key keeps its receipt;
+	// DefaultReceiptTTL (a day) when zero.
+	ReceiptTTL time.Duration
+	// NewToken draws the token of a reservation; 16 random bytes in
+	// hexadecimal when nil. It must not give the same token twice.
+	NewToken func() string
+}
+
+// Transport sends through another transport at most once per idempotency
+// key. It implements mail.Transport and is safe for concurrent use.
+type Transport struct {
+	inner mail.Transport
+	store Store
+	opts  Options
+}
+
+var _ mail.Transport = (*Transport)(nil)
+
+// New returns a Transport that sends through inner, keeping its keys in
+// store. It fails when inner or store is nil or a duration is negative.
+func New(inner mail.Transport, store Store, opts Options) (*Transport, error) {
+	if inner == nil || store == nil {
+		return nil, errors.New("idempotency: a transport and a store are required")
+	}
+	if opts.LeaseDuration < 0 || opts.ReceiptTTL < 0 {
+		return nil, errors.New("idempotency: negative LeaseDuration or ReceiptTTL")
+	}
+	if opts.LeaseDuration == 0 {
+		opts.LeaseDuration = DefaultLeaseDuration
+	}
+	if opts.ReceiptTTL == 0 {
+		opts.ReceiptTTL = DefaultReceiptTTL
+	}
+	if opts.NewToken == nil {
+		opts.NewToken = randomToken
+	}
+	return &Transport{inner: inner, store: store, opts: opts}, nil
+}
+
+func randomToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Send sends msg once per msg.IdempotencyKey, as the package documentation
+// tells; a message without a key is sent through as it is, undeduplicated.
+// Like every mail.Transport, it returns a receipt whatever happened and an
+// error exactly when the receipt is not Accepted, a *mail.Error: with
+// ErrInFlight for a key reserved by another run, ErrStore when the store
+// failed before the send (Retryable, nothing sent), ctx.Err() (Retryable)
+// when ctx ended before the reservation.
+func (t *Transport) Send(ctx context.Context, msg *mail.Message) (mail.Receipt, error) {
+	if msg == nil || msg.IdempotencyKey == "" {
+		return t.inner.Send(ctx, msg)
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(mail.Retryable, "cancelled before the send", err)
+	}
+	key, token := msg.IdempotencyKey, t.opts.NewToken()
+	existing, err := t.store.Reserve(ctx, key, token, t.opts.LeaseDuration)
+	if err != nil {
+		return fail(mail.Retryable, "the idempotency store failed to reserve the key; nothing was sent", errors.Join(ErrStore, err))
+	}
+	if existing != nil {
+		if existing.Receipt == nil {
+			return fail(mail.DeliveryUnknown, "a send under this idempotency key is in flight or died before its receipt", ErrInFlight)
+		}
+		r := *existing.Receipt
+		if r.Category == mail.Accepted {
+			return r, nil
+		}
+		return r, &mail.Error{Receipt: r}
+	}
+
+	// From here until Complete or Release the key stays reserved: a panic
+	// or a crash of the process leaves it so, and an attempt again answers
+	// DeliveryUnknown.
+	r, err := t.inner.Send(ctx, msg)
+	var me *mail.Error
+	switch {
+	case err == nil:
+	case errors.As(err, &me):
+		r = me.Receipt
+	default:
+		// A failure without a receipt says nothing of whether the message
+		// went: it may have.
+		r = mail.Receipt{Category: mail.DeliveryUnknown, Reason: "the transport failed without a receipt: the message may have gone"}
+		err = &mail.Error{Receipt: r, Err: err}
+	}
+
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	if notSent(r.Category) {
+		// A failure to release keeps the key reserved until the lease runs
+		// out: an attempt again before then answers DeliveryUnknown, the
+		// safe side.
+		_, _ = t.store.Release(sctx, key, token)
+	} else {
+		// A failure to complete leaves the reservation: the same.
+		_, _ = t.store.Complete(sctx, key, token, r, t.opts.ReceiptTTL)
+	}
+	return r, err
+}
+
+// notSent reports whether a receipt of category c proves the message did not
+// go, so that its key may be released for a retry.
+func notSent(c mail.Category) bool {
+	switch c {
+	case mail.Retryable, mail.RateLimited, mail.Rejected, mail.Validation,
+		mail.Unsupported, mail.Auth, mail.Configuration:
+		return true
+	}
+	return false
+}
+
+func fail(cat mail.Category, reason string, cause error) (mail.Receipt, error) {
+	r := mail.Receipt{Category: cat, Reason: reason}
+	return r, &mail.Error{Receipt: r, Err: cause}
+}

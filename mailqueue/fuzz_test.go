@@ -1,0 +1,107 @@
+package mailqueue
+
+// Fuzz targets of the worker's job-opening path. go test runs their seeds
+// (the wire vectors) only; fuzz them with, for instance:
+//
+//	go test ./mailqueue -run '^$' -fuzz FuzzOpen -fuzztime 20s
+//	go test ./mailqueue -run '^$' -fuzz FuzzCanonical -fuzztime 20s
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"regexp"
+	"testing"
+)
+
+var hashText = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+func FuzzOpen(f *testing.F) {
+	v := readVectors(f)
+	for _, s := range v.Stored {
+		f.Add([]byte(s.Data), len(s.Keys) > 0, s.Codec != "")
+	}
+	for _, s := range v.Signed {
+		f.Add([]byte(s.StoredJSON), s.Key != nil, s.Codec != "")
+	}
+	for _, j := range v.Valid {
+		f.Add([]byte(j.Job), false, false)
+	}
+	for _, j := range v.Invalid {
+		f.Add([]byte(j.Job), false, false)
+	}
+	keys := signingKeys(f, []vectorKey{{ID: "2026-10", Secret: "6d61696c65722d746573742d6b65792d6f662d33322d62797465732d2d2d2d21"}})
+	f.Fuzz(func(t *testing.T, data []byte, signed, sealed bool) {
+		var ks []SigningKey
+		if signed {
+			ks = keys
+		}
+		codec := func() Codec {
+			if sealed {
+				return &base64Codec{}
+			}
+			return nil
+		}
+		c1 := codec()
+		job, o := openJob(context.Background(), data, ks, c1)
+		_, o2 := openJob(context.Background(), data, ks, codec())
+		if outcomeOf(o) != outcomeOf(o2) {
+			t.Fatalf("two opens differ: %+v, %+v", o, o2)
+		}
+		if o != nil {
+			if job != nil || o.code == "" || (o.action != Fail && o.action != Retry && o.action != Release) {
+				t.Fatalf("a refusal with a job or without an outcome: %+v", o)
+			}
+			if o.action == Retry && o.code != "queue.codec_failed" {
+				t.Fatalf("only a codec retries: %+v", o)
+			}
+			if signed && o.code == "queue.codec_failed" || signed && o.code == "queue.codec_missing" {
+				// The mac was verified before the codec was asked.
+				if obj, err := decodeObject(data); err != nil || !verify(ks, obj) {
+					t.Fatalf("an unverified job reached the codec: %+v", o)
+				}
+			}
+			return
+		}
+		if job == nil || job.V != 1 || !hashText.MatchString(job.Hash) {
+			t.Fatalf("an opened job without version or hash: %+v", job)
+		}
+		if signed && job.KID != ks[0].ID {
+			t.Fatalf("a job opened under keys has kid %q", job.KID)
+		}
+		if c, ok := c1.(*base64Codec); ok && c.decodes > 1 {
+			t.Fatalf("the codec was asked %d times", c.decodes)
+		}
+	})
+}
+
+func FuzzCanonical(f *testing.F) {
+	v := readVectors(f)
+	for _, c := range v.Canonical {
+		f.Add([]byte(c.Input))
+	}
+	for _, s := range v.Stored {
+		f.Add([]byte(s.Data))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		in, err := decodeJSON(data)
+		if err != nil {
+			return
+		}
+		c1, err := canonicalJSON(in)
+		if err != nil {
+			return // a number out of range
+		}
+		if !json.Valid(c1) {
+			t.Fatalf("not JSON: %s", c1)
+		}
+		again, err := decodeJSON(c1)
+		if err != nil {
+			t.Fatalf("the canonical JSON does not decode: %v", err)
+		}
+		c2, err := canonicalJSON(again)
+		if err != nil || !bytes.Equal(c1, c2) {
+			t.Fatalf("not idempotent:\n%s\n%s (%v)", c1, c2, err)
+		}
+	})
+}

@@ -1,0 +1,304 @@
+package mailqueue
+
+// The vectors of docs/wire.md (gen/vectors/vectors.json, written by
+// cmd/generate with code of its own): mailqueue must agree with every one.
+// conformance/node checks the same file with Node's crypto and ajv.
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/alexify/mailer/clock"
+	"github.com/alexify/mailer/gen/codes"
+	"github.com/alexify/mailer/gen/jobv1"
+)
+
+type vectorsFile struct {
+	Canonical []struct{ Name, Input, Canonical string }
+	Numbers   []struct {
+		Bits, Canonical string
+		Error           bool
+	}
+	Valid []struct {
+		Name string
+		Job  json.RawMessage
+	}
+	Invalid []struct {
+		Name   string
+		Job    json.RawMessage
+		Errors []struct{ Pointer, Rule string }
+		Code   string
+		Worker vectorOutcome
+	}
+	IDs []struct {
+		Name, Namespace, Tenant, Key, IDSecret, From           string
+		JobIDInput, JobIDSeed, JobID, MessageIDSeed, MessageID string
+		ContentIDs                                             []string
+	}
+	Signed []struct {
+		Name                                                   string
+		Key                                                    *vectorKey
+		Codec                                                  string
+		Job                                                    json.RawMessage
+		HashInput, Hash, SealedJSON, MACInput, MAC, StoredJSON string
+	}
+	Stored []struct {
+		Name, Data string
+		Keys       []vectorKey
+		Codec      string
+		Want       vectorOutcome
+	}
+}
+
+type vectorOutcome struct{ Action, Code string }
+
+type vectorKey struct{ ID, Secret string }
+
+func (k vectorKey) signingKey(t testing.TB) SigningKey {
+	b, err := hex.DecodeString(k.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return SigningKey{ID: k.ID, Secret: b}
+}
+
+func signingKeys(t testing.TB, ks []vectorKey) []SigningKey {
+	var out []SigningKey
+	for _, k := range ks {
+		out = append(out, k.signingKey(t))
+	}
+	return out
+}
+
+func readVectors(t testing.TB) *vectorsFile {
+	t.Helper()
+	b, err := os.ReadFile("../gen/vectors/vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f vectorsFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Canonical) == 0 || len(f.Numbers) == 0 || len(f.Valid) == 0 || len(f.Invalid) == 0 || len(f.IDs) == 0 || len(f.Signed) == 0 || len(f.Stored) == 0 {
+		t.Fatal("a section of the vectors is empty")
+	}
+	return &f
+}
+
+// base64Codec is the vectors' stand-in codec: enc is the standard base64
+// of the sealed JSON.
+type base64Codec struct{ decodes int }
+
+func (c *base64Codec) Encode(_ context.Context, plain []byte) (string, error) {
+	return base64.StdEncoding.EncodeToString(plain), nil
+}
+
+func (c *base64Codec) Decode(_ context.Context, enc string) ([]byte, error) {
+	c.decodes++
+	b, err := base64.StdEncoding.Strict().DecodeString(enc)
+	if err != nil {
+		return nil, PermanentError(errors.New("not base64"))
+	}
+	return b, nil
+}
+
+func vectorCodec(name string) Codec {
+	if name == "base64" {
+		return &base64Codec{}
+	}
+	return nil
+}
+
+func outcomeOf(o *opened) vectorOutcome {
+	if o == nil {
+		return vectorOutcome{Action: "open"}
+	}
+	return vectorOutcome{Action: o.action.String(), Code: string(o.code)}
+}
+
+func TestVectorsCanonical(t *testing.T) {
+	f := readVectors(t)
+	for _, v := range f.Canonical {
+		in, err := decodeJSON([]byte(v.Input))
+		if err != nil {
+			t.Fatalf("%s: %v", v.Name, err)
+		}
+		got, err := canonicalJSON(in)
+		if err != nil || string(got) != v.Canonical {
+			t.Errorf("%s: got %s (%v), want %s", v.Name, got, err, v.Canonical)
+		}
+	}
+	for _, v := range f.Numbers {
+		bits, err := strconv.ParseUint(v.Bits, 16, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := canonicalJSON(math.Float64frombits(bits))
+		if v.Error {
+			if err == nil {
+				t.Errorf("%s: got %s, want an error", v.Bits, got)
+			}
+			continue
+		}
+		if err != nil || string(got) != v.Canonical {
+			t.Errorf("%s: got %s (%v), want %s", v.Bits, got, err, v.Canonical)
+		}
+		// The same number read from its shortest text gives the same bytes.
+		if again, _ := canonicalJSON(json.Number(v.Canonical)); string(again) != v.Canonical {
+			t.Errorf("%s read back: %s", v.Canonical, again)
+		}
+	}
+}
+
+func TestVectorsSchema(t *testing.T) {
+	f := readVectors(t)
+	for _, v := range f.Valid {
+		if err := jobv1.Validate(v.Job); err != nil {
+			t.Errorf("valid %q: %v", v.Name, err)
+		}
+	}
+	for _, v := range f.Invalid {
+		t.Run(v.Name, func(t *testing.T) {
+			err := jobv1.Validate(v.Job)
+			var ve *jobv1.ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("Validate = %v, want a *ValidationError", err)
+			}
+			var got []struct{ Pointer, Rule string }
+			for _, e := range ve.Errors {
+				got = append(got, struct{ Pointer, Rule string }{e.Pointer, e.Rule})
+			}
+			if diff := cmp.Diff(v.Errors, got); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+			if e := validationError(err); string(e.Code) != v.Code {
+				t.Errorf("producer's code %s, want %s", e.Code, v.Code)
+			}
+			_, o := openJob(context.Background(), v.Job, nil, nil)
+			if diff := cmp.Diff(v.Worker, outcomeOf(o)); diff != "" {
+				t.Errorf("the worker (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestVectorsIDs(t *testing.T) {
+	f := readVectors(t)
+	for _, v := range f.IDs {
+		t.Run(v.Name, func(t *testing.T) {
+			secret, _ := hex.DecodeString(v.IDSecret)
+			input, _ := canonicalJSON([]any{"mailer/job-id", v.Namespace, v.Tenant, v.Key})
+			q := &Queue{cfg: Config{Namespace: v.Namespace, IDSecret: secret, DeriveID: DeriveUUID}}
+			seed := q.jobIDSeed(v.Tenant, v.Key)
+			id := DeriveUUID(IDKindJob, seed)
+			got := []string{string(input), seed, id, seedOf(nil, "mailer/"+IDKindMessage, id), q.messageID(id, v.From), q.contentID(id, v.From, 0), q.contentID(id, v.From, 1)}
+			want := []string{v.JobIDInput, v.JobIDSeed, v.JobID, v.MessageIDSeed, v.MessageID, v.ContentIDs[0], v.ContentIDs[1]}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("input, seed, id, message seed, Message-ID, Content-IDs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// nopDriver lets prepare run in this package's tests.
+type nopDriver struct{}
+
+func (nopDriver) Enqueue(context.Context, []NewJob) ([]EnqueueResult, error) { return nil, nil }
+func (nopDriver) Work(Handler, WorkOptions) (Runner, error)                  { return nil, nil }
+
+func TestVectorsSigned(t *testing.T) {
+	f := readVectors(t)
+	for _, v := range f.Signed {
+		t.Run(v.Name, func(t *testing.T) {
+			jv, err := decodeJSON(v.Job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			job := jv.(map[string]any)
+			// The hash and its input.
+			hashed := map[string]any{}
+			for k, x := range job {
+				if !slices.Contains(notHashed, k) {
+					hashed[k] = x
+				}
+			}
+			in, _ := canonicalJSON(hashed)
+			h, err := hashOf(job)
+			if string(in) != v.HashInput || err != nil || h != v.Hash {
+				t.Errorf("hash %s (%v), want %s; input\n%s\nwant\n%s", h, err, v.Hash, in, v.HashInput)
+			}
+			// prepare, end to end: the producer's bytes.
+			var keys []SigningKey
+			if v.Key != nil {
+				keys = []SigningKey{v.Key.signingKey(t)}
+			}
+			var src jobv1.Job
+			if err := json.Unmarshal(v.Job, &src); err != nil {
+				t.Fatal(err)
+			}
+			fc := clock.NewFake(*src.EnqueuedAt)
+			q, err := New(Config{Driver: nopDriver{}, Clock: fc, SigningKeys: keys, Codec: vectorCodec(v.Codec)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			nj, res, perr := q.prepare(&src)
+			if perr != nil {
+				t.Fatal(perr)
+			}
+			if string(nj.Data) != v.StoredJSON || res.Hash != v.Hash {
+				t.Errorf("prepare stored\n%s\nwant\n%s", nj.Data, v.StoredJSON)
+			}
+			stored, err := decodeObject([]byte(v.StoredJSON))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Key != nil {
+				mac, err := macOf(keys[0].Secret, stored)
+				if err != nil || mac != v.MAC {
+					t.Errorf("mac %s (%v), want %s", mac, err, v.MAC)
+				}
+				withoutMAC := map[string]any{}
+				for k, x := range stored {
+					if k != "mac" {
+						withoutMAC[k] = x
+					}
+				}
+				if in, _ := canonicalJSON(withoutMAC); string(in) != v.MACInput {
+					t.Errorf("mac input\n%s\nwant\n%s", in, v.MACInput)
+				}
+			}
+			// The worker opens it.
+			got, o := openJob(context.Background(), []byte(v.StoredJSON), keys, vectorCodec(v.Codec))
+			if o != nil || got.Hash != v.Hash || got.MessageID != src.MessageID || got.Subject != src.Subject {
+				t.Errorf("openJob: %+v, %v", o, got)
+			}
+		})
+	}
+}
+
+func TestVectorsStored(t *testing.T) {
+	f := readVectors(t)
+	for _, v := range f.Stored {
+		t.Run(v.Name, func(t *testing.T) {
+			codec := vectorCodec(v.Codec)
+			_, o := openJob(context.Background(), []byte(v.Data), signingKeys(t, v.Keys), codec)
+			if diff := cmp.Diff(v.Want, outcomeOf(o)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if o != nil && o.code == codes.QueueSignatureInvalid && codec != nil && codec.(*base64Codec).decodes > 0 {
+				t.Error("a job that failed its mac reached the codec")
+			}
+		})
+	}
+}
