@@ -49,8 +49,18 @@ const (
 
 // ErrRefused is wrapped by the error of a reference a resolver refuses: a
 // path out of its folder, a URL whose scheme or host is not allowed (or
-// that redirects to one), an attachment over the size cap.
-var ErrRefused = errors.New("attachments: reference refused")
+// that redirects to one), an attachment over the size cap. Such a refusal
+// is the same on every attempt: it says so (Retryable false), and the
+// worker fails the job at once (queue.attachment_failed) instead of
+// retrying it.
+var ErrRefused error = refusedError{}
+
+type refusedError struct{}
+
+func (refusedError) Error() string { return "attachments: reference refused" }
+
+// Retryable reports false: a refused reference stays refused.
+func (refusedError) Retryable() bool { return false }
 
 // Resolver is the type of WorkerConfig.ResolveAttachment.
 type Resolver = func(ctx context.Context, ref string, info mailqueue.ResolveInfo) ([]byte, error)

@@ -155,15 +155,28 @@ func TestPipelineAttachmentResolveFailures(t *testing.T) {
 	})
 
 	dir := t.TempDir()
+	t.Run("a path out of the folder fails at once", func(t *testing.T) {
+		q, mq, _ := newQueueWith(t, mailqueue.Config{Logger: quiet}, memory.Options{Logger: quiet})
+		tr := &countingTransport{}
+		startWorker(t, q, mailqueue.WorkerConfig{Transport: tr, ResolveAttachment: func(ctx context.Context, ref string, info mailqueue.ResolveInfo) ([]byte, error) {
+			return attachments.FromPath(dir)(ctx, "../"+ref, info)
+		}})
+		r, err := q.Enqueue(ctx, refJob("k", "terms.txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		drain(t, mq)
+		got, _ := mq.Get(r.ID)
+		if got.State != memory.StateFailed || got.Code != codes.QueueAttachmentFailed || got.Attempts != 1 || tr.n() != 0 {
+			t.Errorf("state %s, code %s, attempts %d, sends %d; want failed at once, queue.attachment_failed, 1, 0", got.State, got.Code, got.Attempts, tr.n())
+		}
+	})
 	for name, resolver := range map[string]attachments.Resolver{
 		"an error": func(context.Context, string, mailqueue.ResolveInfo) ([]byte, error) {
 			return nil, errors.New("the file store is down")
 		},
 		"no content":     func(context.Context, string, mailqueue.ResolveInfo) ([]byte, error) { return nil, nil },
 		"a missing file": attachments.FromPath(dir),
-		"a path out of the folder": func(ctx context.Context, ref string, info mailqueue.ResolveInfo) ([]byte, error) {
-			return attachments.FromPath(dir)(ctx, "../"+ref, info)
-		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			q, mq, fc := newQueueWith(t, mailqueue.Config{Logger: quiet}, memory.Options{Logger: quiet})

@@ -77,7 +77,9 @@ type WorkerConfig struct {
 	Concurrency int
 	// ResolveAttachment reads an attachment by reference; a job with one
 	// fails with queue.attachment_unresolved when nil. An error or no bytes
-	// retry the job (queue.attachment_failed).
+	// retry the job (queue.attachment_failed), as an outage; an error that
+	// says it is not retryable (a Retryable() bool method answering false,
+	// as attachments.ErrRefused and PermanentError do) fails it at once.
 	ResolveAttachment func(ctx context.Context, ref string, info ResolveInfo) ([]byte, error)
 	// OperatorDelay is how long a job waits after a failure of the operator
 	// (auth, configuration) or when it cannot be read yet (5 minutes).
@@ -316,6 +318,9 @@ func (w *Worker) message(ctx context.Context, r *run) (*mail.Message, Outcome, b
 			data, err := w.cfg.ResolveAttachment(ctx, a.Ref, ResolveInfo{Job: job, Attachment: a})
 			if err != nil && ctx.Err() != nil {
 				return nil, w.release(r, codes.QueueStopped, 0, "the worker stopped while an attachment was resolved"), false
+			}
+			if err != nil && !retryable(err) {
+				return nil, w.fail(ctx, r, codes.QueueAttachmentFailed, codes.StateFailed, fmt.Sprintf("ResolveAttachment refused attachment %d for good: %v", i, err)), false
 			}
 			if err != nil || len(data) == 0 {
 				reason := fmt.Sprintf("ResolveAttachment gave no content for attachment %d", i)

@@ -26,7 +26,8 @@ func TestRedisOperations(t *testing.T) {
 		addr = "127.0.0.1:6379"
 	}
 	c := goredis.NewClient(&goredis.Options{Addr: addr})
-	defer c.Close()
+	// Closed after the cleanup below deletes the queue's keys.
+	t.Cleanup(func() { _ = c.Close() })
 	if err := c.Ping(ctx).Err(); err != nil {
 		if os.Getenv("MAILER_REQUIRE_REDIS") != "" {
 			t.Fatalf("Redis at %s is required (MAILER_REQUIRE_REDIS): %v", addr, err)
@@ -40,7 +41,11 @@ func TestRedisOperations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = src.Obliterate(context.Background()) })
+	t.Cleanup(func() {
+		if _, err := src.Obliterate(context.Background()); err != nil {
+			t.Errorf("Obliterate: %v", err)
+		}
+	})
 	now := time.Now()
 	if _, err := src.Enqueue(ctx, []mailqueue.NewJob{
 		{ID: "job-1", Hash: "h1", Data: []byte(`{"v":1}`), RunAt: now, EnqueuedAt: now, MaxAttempts: 5},

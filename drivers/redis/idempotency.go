@@ -20,8 +20,9 @@ import (
 // is SET key "R"+token NX PX ttl (and a GET of the entry in place when the
 // key is taken); Complete and Release are Lua scripts that compare the
 // stored token before they write (scripts/idem_*.lua). Entries expire by
-// the server's clock. Each key is a key of its own, {prefix:idem}:<key>,
-// so the store runs on Redis Cluster too. It is safe for concurrent use.
+// the server's clock. Each key is a key of its own, prefix:idem:<key>, and
+// every call touches one key, so the store spreads over the slots of a
+// Redis Cluster. It is safe for concurrent use.
 type IdempotencyStore struct {
 	c   goredis.UniversalClient
 	pfx string
@@ -46,7 +47,7 @@ func NewIdempotencyStore(c goredis.UniversalClient, prefix string) *IdempotencyS
 	if prefix == "" {
 		prefix = DefaultIdempotencyPrefix
 	}
-	return &IdempotencyStore{c: c, pfx: "{" + prefix + ":idem}:"}
+	return &IdempotencyStore{c: c, pfx: prefix + ":idem:"}
 }
 
 type completed struct {

@@ -27,7 +27,7 @@
 //	{P:Q}:pause                   hash: the end of the queue's pause ("q") and of each tenant's ("t:<tenant>")
 //	{P:Q}:done:<state>            zset: finished job ids by finish time (accepted, failed, delivery_unknown)
 //	{P:Q}:wake                    shard channel: the delay until a job is due, for idle workers
-//	{P:idem}:<key>                string: an IdempotencyStore entry ("R"+token, or "C"+JSON)
+//	P:idem:<key>                  string: an IdempotencyStore entry ("R"+token, or "C"+JSON)
 //
 // Idle workers do not poll for work: each script that makes a job due
 // publishes on the queue's shard channel (SPUBLISH, Redis 7 or later), and

@@ -105,7 +105,8 @@ const (
 	QueueAttachmentUnresolved Code = "queue.attachment_unresolved"
 
 	// QueueAttachmentFailed is "queue.attachment_failed": ResolveAttachment failed
-	// or gave no content; retried as an outage.
+	// or gave no content; retried as an outage, or failed at once when its error
+	// says it is not retryable (a reference refused for good).
 	//
 	// Where: failure. State: queued. Level: warn. Spec: queue.md, What the queue
 	// does with an attempt.
@@ -544,7 +545,7 @@ var infos = []Info{
 		Level: slog.LevelWarn,
 		Spec:  "queue.md, What the queue does with an attempt",
 		State: StateQueued,
-		What:  "ResolveAttachment failed or gave no content; retried as an outage.",
+		What:  "ResolveAttachment failed or gave no content; retried as an outage, or failed at once when its error says it is not retryable (a reference refused for good).",
 		Where: WhereFailure,
 	},
 	{

@@ -27,21 +27,25 @@ var fastRE5 = regexp.MustCompile("^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f
 
 var fastRE6 = regexp.MustCompile("^[^\\r\\n]*$")
 
-var fastRE7 = regexp.MustCompile("^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$")
+var fastRE7 = regexp.MustCompile("^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 var fastRE8 = regexp.MustCompile("^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$")
 
-var fastRE9 = regexp.MustCompile("^[!-9;-~]{1,76}$")
+var fastRE9 = regexp.MustCompile("^[^\\x00-\\x08\\x0a-\\x1f\\x7f]*$")
 
-var fastRE10 = regexp.MustCompile("^[^\\r\\n/\\\\]+$")
+var fastRE10 = regexp.MustCompile("^[^\\x00-\\x1f\\x7f]*$")
 
-var fastRE11 = regexp.MustCompile("^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$")
+var fastRE11 = regexp.MustCompile("^[!-9;-~]{1,76}$")
 
-var fastRE12 = regexp.MustCompile("^[A-Za-z0-9+/]*={0,2}$")
+var fastRE12 = regexp.MustCompile("^[^\\r\\n/\\\\]+$")
 
-var fastRE13 = regexp.MustCompile("^[^<>@\\s\"]+@[^<>@\\s\"]+$")
+var fastRE13 = regexp.MustCompile("^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$")
 
-var fastRE14 = regexp.MustCompile("^<[^<>@\\s\"]+@[^<>@\\s\"]+>$")
+var fastRE14 = regexp.MustCompile("^[A-Za-z0-9+/]*={0,2}$")
+
+var fastRE15 = regexp.MustCompile("^[^<>@\\s\"]+@[^<>@\\s\"]+$")
+
+var fastRE16 = regexp.MustCompile("^<[^<>@\\s\"]+@[^<>@\\s\"]+>$")
 
 // fast5 checks /$defs/version of the schema.
 func fast5(v any) bool {
@@ -380,7 +384,7 @@ func fast28(v any) bool {
 		if !schemafast.Length(s, 1, 998) {
 			return false
 		}
-		if !fastRE6.MatchString(s) {
+		if !fastRE9.MatchString(s) {
 			return false
 		}
 	}
@@ -439,7 +443,7 @@ func fast33(v any) bool {
 		if !schemafast.Length(s, 3, 320) {
 			return false
 		}
-		if !fastRE6.MatchString(s) {
+		if !fastRE10.MatchString(s) {
 			return false
 		}
 		if validateMailbox(s) != nil {
@@ -523,7 +527,7 @@ func fast39(v any) bool {
 // fast41 checks /$defs/clear/properties/headers/propertyNames of the schema.
 func fast41(v any) bool {
 	if s, ok := v.(string); ok {
-		if !fastRE9.MatchString(s) {
+		if !fastRE11.MatchString(s) {
 			return false
 		}
 	}
@@ -539,7 +543,7 @@ func fast42(v any) bool {
 		if !schemafast.Length(s, 0, 998) {
 			return false
 		}
-		if !fastRE6.MatchString(s) {
+		if !fastRE9.MatchString(s) {
 			return false
 		}
 	}
@@ -579,7 +583,7 @@ func fast46(v any) bool {
 		if !schemafast.Length(s, 1, 255) {
 			return false
 		}
-		if !fastRE10.MatchString(s) {
+		if !fastRE12.MatchString(s) {
 			return false
 		}
 	}
@@ -595,7 +599,7 @@ func fast47(v any) bool {
 		if !schemafast.Length(s, 0, 255) {
 			return false
 		}
-		if !fastRE11.MatchString(s) {
+		if !fastRE13.MatchString(s) {
 			return false
 		}
 	}
@@ -608,7 +612,7 @@ func fast48(v any) bool {
 		return false
 	}
 	if s, ok := v.(string); ok {
-		if !fastRE12.MatchString(s) {
+		if !fastRE14.MatchString(s) {
 			return false
 		}
 		if !schemafast.Base64(s) {
@@ -643,7 +647,7 @@ func fast50(v any) bool {
 		if !schemafast.Length(s, 0, 250) {
 			return false
 		}
-		if !fastRE13.MatchString(s) {
+		if !fastRE15.MatchString(s) {
 			return false
 		}
 	}
@@ -766,7 +770,7 @@ func fast54(v any) bool {
 		if !schemafast.Length(s, 0, 250) {
 			return false
 		}
-		if !fastRE14.MatchString(s) {
+		if !fastRE16.MatchString(s) {
 			return false
 		}
 	}

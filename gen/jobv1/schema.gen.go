@@ -35,11 +35,11 @@ const schemaJSON = `{
           }
         },
         "template": {
-          "description": "The name of the template a template job is rendered with, such as reset-password. Slash-separated segments of letters, digits, '.', '_' and '-'; no segment starts with '.'.",
+          "description": "The name of the template a template job is rendered with, such as reset-password: letters, digits, '.', '_' and '-', starting with a letter or a digit (a renderer keeps the names starting with '_' for its partials).",
           "type": "string",
           "minLength": 1,
           "maxLength": 200,
-          "pattern": "^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$"
+          "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$"
         },
         "context": {
           "description": "The values the template is rendered with. JSON as it is: a producer refuses what does not round-trip through JSON (a date object, NaN, a cycle) with its path.",
@@ -52,11 +52,11 @@ const schemaJSON = `{
           "pattern": "^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$"
         },
         "subject": {
-          "description": "The subject. Required for a content job; for a template job it overrides the template's subject when given. No CR or LF.",
+          "description": "The subject. Required for a content job; for a template job it overrides the template's subject when given. No control character but the tab (no CR or LF).",
           "type": "string",
           "minLength": 1,
           "maxLength": 998,
-          "pattern": "^[^\\r\\n]*$"
+          "pattern": "^[^\\x00-\\x08\\x0a-\\x1f\\x7f]*$"
         },
         "content": {
           "title": "Content",
@@ -75,12 +75,12 @@ const schemaJSON = `{
         "bcc": { "$ref": "#/$defs/mailboxes", "description": "The blind-copy recipients: in the envelope, never in the headers." },
         "replyTo": { "$ref": "#/$defs/mailboxes", "description": "The mailboxes replies go to (RFC 5322 Reply-To)." },
         "headers": {
-          "description": "Extra header fields, by name. A name is printable ASCII without ':' (RFC 5322 section 3.6.8); a value has no CR or LF. The headers the kit owns (x-reservedHeaders) are refused.",
+          "description": "Extra header fields, by name. A name is printable ASCII without ':' (RFC 5322 section 3.6.8); a value has no control character but the tab (no CR or LF). The headers the kit owns (x-reservedHeaders) are refused.",
           "type": "object",
           "maxProperties": 50,
           "propertyNames": { "pattern": "^[!-9;-~]{1,76}$" },
-          "additionalProperties": { "type": "string", "maxLength": 998, "pattern": "^[^\\r\\n]*$" },
-          "x-reservedHeaders": ["from", "sender", "to", "cc", "bcc", "reply-to", "subject", "message-id", "date", "mime-version", "content-*", "return-path", "received", "dkim-signature"]
+          "additionalProperties": { "type": "string", "maxLength": 998, "pattern": "^[^\\x00-\\x08\\x0a-\\x1f\\x7f]*$" },
+          "x-reservedHeaders": ["from", "sender", "to", "cc", "bcc", "reply-to", "subject", "message-id", "date", "mime-version", "content-*", "resent-*", "return-path", "received", "dkim-signature", "authentication-results"]
         },
         "attachments": {
           "description": "The attachments: inline bytes, or a reference the worker resolves.",
@@ -152,11 +152,11 @@ const schemaJSON = `{
     },
     "version": { "description": "The version of the job's format: 1. A field is never added to version 1; a new field is a new version.", "const": 1 },
     "mailbox": {
-      "description": "One mailbox as RFC 5322 writes it (section 3.4): an address, or a display name and an address in angle brackets. No CR or LF.",
+      "description": "One mailbox as RFC 5322 writes it (section 3.4): an address, or a display name and an address in angle brackets. No control character. The address's local part is a dot-string (RFC 5321 section 4.1.2): a quoted local part is refused, so that nothing can ride in it into the SMTP envelope.",
       "type": "string",
       "minLength": 3,
       "maxLength": 320,
-      "pattern": "^[^\\r\\n]*$",
+      "pattern": "^[^\\x00-\\x1f\\x7f]*$",
       "format": "mailbox"
     },
     "mailboxes": {

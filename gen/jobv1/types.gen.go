@@ -22,8 +22,8 @@ type Job struct {
 	Kind Kind `json:"kind,omitempty"`
 
 	// Template is the name of the template a template job is rendered with, such
-	// as reset-password. Slash-separated segments of letters, digits, '.', '_' and
-	// '-'; no segment starts with '.'.
+	// as reset-password: letters, digits, '.', '_' and '-', starting with a letter
+	// or a digit (a renderer keeps the names starting with '_' for its partials).
 	Template string `json:"template,omitempty"`
 
 	// Context is the values the template is rendered with. JSON as it is: a
@@ -36,7 +36,8 @@ type Job struct {
 	Locale string `json:"locale,omitempty"`
 
 	// Subject is the subject. Required for a content job; for a template job it
-	// overrides the template's subject when given. No CR or LF.
+	// overrides the template's subject when given. No control character but the
+	// tab (no CR or LF).
 	Subject string `json:"subject,omitempty"`
 
 	// Content is the rendered bodies of a content job: an HTML part, a text part,
@@ -59,8 +60,8 @@ type Job struct {
 	ReplyTo []string `json:"replyTo,omitempty"`
 
 	// Headers: extra header fields, by name. A name is printable ASCII without ':'
-	// (RFC 5322 section 3.6.8); a value has no CR or LF. The headers the kit owns
-	// (x-reservedHeaders) are refused.
+	// (RFC 5322 section 3.6.8); a value has no control character but the tab (no
+	// CR or LF). The headers the kit owns (x-reservedHeaders) are refused.
 	Headers map[string]string `json:"headers,omitempty"`
 
 	// Attachments is the attachments: inline bytes, or a reference the worker
