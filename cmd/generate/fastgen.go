@@ -2,11 +2,16 @@ package main
 
 import (
 	"fmt"
+	"regexp/syntax"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/dave/jennifer/jen"
+
+	"github.com/alexify/mailer/internal/schemafast"
 )
 
 // The fast path of the validator.
@@ -25,8 +30,8 @@ import (
 // A keyword the fast path does not know makes its subschema answer false,
 // so a schema change can make the fast path slower, never wrong.
 
-// schemafast is the package of the checks the fast path calls.
-const schemafast = "github.com/alexify/mailer/internal/schemafast"
+// schemafastPkg is the package of the checks the fast path calls.
+const schemafastPkg = "github.com/alexify/mailer/internal/schemafast"
 
 // fastGen emits the fast-path functions of a schema.
 type fastGen struct {
@@ -35,6 +40,7 @@ type fastGen struct {
 	byPtr   map[string]string // the function of each subschema, by its pointer
 	regexps []jen.Code        // the package-level compiled patterns
 	reByPat map[string]string
+	repeats map[string][2]int // the bounds of each fastClass
 	n       int
 }
 
@@ -47,7 +53,7 @@ var fastIgnored = map[string]bool{
 
 // fastFile returns the file of the fast path: fastValid and its helpers.
 func (m *jobModel) fastFile() (*jen.File, error) {
-	g := &fastGen{m: m, byPtr: map[string]string{}, reByPat: map[string]string{}}
+	g := &fastGen{m: m, byPtr: map[string]string{}, reByPat: map[string]string{}, repeats: map[string][2]int{}}
 	root, err := g.fn(m.root)
 	if err != nil {
 		return nil, err
@@ -138,13 +144,13 @@ func (g *fastGen) body(s *node) ([]jen.Code, error) {
 		var call jen.Code
 		switch c.kind {
 		case 's':
-			call = jen.Qual(schemafast, "ConstString").Call(jen.Id("v"), jen.Lit(c.str))
+			call = jen.Qual(schemafastPkg, "ConstString").Call(jen.Id("v"), jen.Lit(c.str))
 		case 'n':
 			n, err := strconv.ParseInt(string(c.num), 10, 64)
 			if err != nil {
 				return no(), nil
 			}
-			call = jen.Qual(schemafast, "ConstInt").Call(jen.Id("v"), jen.Lit(n))
+			call = jen.Qual(schemafastPkg, "ConstInt").Call(jen.Id("v"), jen.Lit(n))
 		default:
 			return no(), nil
 		}
@@ -160,7 +166,7 @@ func (g *fastGen) body(s *node) ([]jen.Code, error) {
 		for i, v := range vals {
 			lits[i] = jen.Lit(v)
 		}
-		out = append(out, jen.If(jen.Op("!").Qual(schemafast, "Enum").Call(append([]jen.Code{jen.Id("v")}, lits...)...)).Block(jen.Return(jen.False())))
+		out = append(out, jen.If(jen.Op("!").Qual(schemafastPkg, "Enum").Call(append([]jen.Code{jen.Id("v")}, lits...)...)).Block(jen.Return(jen.False())))
 	}
 	strs, err := g.stringKeywords(s, handled)
 	if err != nil {
@@ -207,15 +213,15 @@ func (g *fastGen) body(s *node) ([]jen.Code, error) {
 func fastTypeCheck(t string) (jen.Code, bool) {
 	switch t {
 	case "object":
-		return jen.Qual(schemafast, "IsObject").Call(jen.Id("v")), true
+		return jen.Qual(schemafastPkg, "IsObject").Call(jen.Id("v")), true
 	case "array":
-		return jen.Qual(schemafast, "IsArray").Call(jen.Id("v")), true
+		return jen.Qual(schemafastPkg, "IsArray").Call(jen.Id("v")), true
 	case "string":
-		return jen.Qual(schemafast, "IsString").Call(jen.Id("v")), true
+		return jen.Qual(schemafastPkg, "IsString").Call(jen.Id("v")), true
 	case "integer":
-		return jen.Qual(schemafast, "IsInteger").Call(jen.Id("v")), true
+		return jen.Qual(schemafastPkg, "IsInteger").Call(jen.Id("v")), true
 	case "boolean":
-		return jen.Qual(schemafast, "IsBool").Call(jen.Id("v")), true
+		return jen.Qual(schemafastPkg, "IsBool").Call(jen.Id("v")), true
 	}
 	return nil, false
 }
@@ -244,6 +250,37 @@ func (g *fastGen) regexp(pattern string) string {
 	return name
 }
 
+// classRepeat compiles a pattern of the shape ^[class]{min,max}$ (or *, +)
+// whose class is decided by its ASCII characters (every character beyond
+// ASCII in it, or none) into a call of schemafast.Repeat, which decides it
+// exactly as package regexp does. Other patterns stay regular expressions.
+func (g *fastGen) classRepeat(pattern string) (jen.Code, bool) {
+	if name, ok := g.reByPat[pattern]; ok {
+		if !strings.HasPrefix(name, "fastClass") {
+			return nil, false
+		}
+		return g.repeatCall(name, pattern), true
+	}
+	cls, min, max, ok := classOf(pattern)
+	if !ok {
+		return nil, false
+	}
+	lo, hi, nonASCII := cls.Lo, cls.Hi, cls.NonASCII
+	name := "fastClass" + strconv.Itoa(len(g.reByPat)+1)
+	g.reByPat[pattern] = name
+	g.regexps = append(g.regexps, jen.Comment(name+" is the class of "+pattern+".").Line().
+		Var().Id(name).Op("=").Op("&").Qual(schemafastPkg, "Class").Values(jen.Dict{
+		jen.Id("Lo"): jen.Lit(lo), jen.Id("Hi"): jen.Lit(hi), jen.Id("NonASCII"): jen.Lit(nonASCII),
+	}).Line())
+	g.repeats[name] = [2]int{min, max}
+	return g.repeatCall(name, pattern), true
+}
+
+func (g *fastGen) repeatCall(name, pattern string) jen.Code {
+	b := g.repeats[name]
+	return jen.Qual(schemafastPkg, "Repeat").Call(jen.Id("s"), jen.Id(name), jen.Lit(b[0]), jen.Lit(b[1]))
+}
+
 // stringKeywords compiles minLength, maxLength, pattern, format and
 // contentEncoding: they apply to strings only.
 func (g *fastGen) stringKeywords(s *node, handled map[string]bool) ([]jen.Code, error) {
@@ -257,17 +294,21 @@ func (g *fastGen) stringKeywords(s *node, handled map[string]bool) ([]jen.Code, 
 		if !hasMax {
 			maxL = -1
 		}
-		checks = append(checks, jen.If(jen.Op("!").Qual(schemafast, "Length").Call(jen.Id("s"), jen.Lit(int(minL)), jen.Lit(int(maxL)))).Block(jen.Return(jen.False())))
+		checks = append(checks, jen.If(jen.Op("!").Qual(schemafastPkg, "Length").Call(jen.Id("s"), jen.Lit(int(minL)), jen.Lit(int(maxL)))).Block(jen.Return(jen.False())))
 	}
 	if p, ok := s.getStr("pattern"); ok {
 		handled["pattern"] = true
-		checks = append(checks, jen.If(jen.Op("!").Id(g.regexp(p)).Dot("MatchString").Call(jen.Id("s"))).Block(jen.Return(jen.False())))
+		if call, ok := g.classRepeat(p); ok {
+			checks = append(checks, jen.If(jen.Op("!").Add(call)).Block(jen.Return(jen.False())))
+		} else {
+			checks = append(checks, jen.If(jen.Op("!").Id(g.regexp(p)).Dot("MatchString").Call(jen.Id("s"))).Block(jen.Return(jen.False())))
+		}
 	}
 	if f, ok := s.getStr("format"); ok {
 		handled["format"] = true
 		switch f {
 		case "date-time":
-			checks = append(checks, jen.If(jen.Op("!").Qual(schemafast, "DateTime").Call(jen.Id("s"))).Block(jen.Return(jen.False())))
+			checks = append(checks, jen.If(jen.Op("!").Qual(schemafastPkg, "DateTime").Call(jen.Id("s"))).Block(jen.Return(jen.False())))
 		case "mailbox":
 			checks = append(checks, jen.If(jen.Id("validateMailbox").Call(jen.Id("s")).Op("!=").Nil()).Block(jen.Return(jen.False())))
 		default:
@@ -279,7 +320,7 @@ func (g *fastGen) stringKeywords(s *node, handled map[string]bool) ([]jen.Code, 
 		if e != "base64" {
 			return no(), nil
 		}
-		checks = append(checks, jen.If(jen.Op("!").Qual(schemafast, "Base64").Call(jen.Id("s"))).Block(jen.Return(jen.False())))
+		checks = append(checks, jen.If(jen.Op("!").Qual(schemafastPkg, "Base64").Call(jen.Id("s"))).Block(jen.Return(jen.False())))
 	}
 	if len(checks) == 0 {
 		return nil, nil
@@ -309,8 +350,8 @@ func (g *fastGen) numberKeywords(s *node, handled map[string]bool) ([]jen.Code, 
 		cond = jen.Add(checks[0]).Op("||").Add(checks[1])
 	}
 	return []jen.Code{
-		jen.If(jen.Qual(schemafast, "IsNumber").Call(jen.Id("v"))).Block(
-			jen.List(jen.Id("n"), jen.Id("ok")).Op(":=").Qual(schemafast, "Int").Call(jen.Id("v")),
+		jen.If(jen.Qual(schemafastPkg, "IsNumber").Call(jen.Id("v"))).Block(
+			jen.List(jen.Id("n"), jen.Id("ok")).Op(":=").Qual(schemafastPkg, "Int").Call(jen.Id("v")),
 			jen.If(jen.Op("!").Id("ok").Op("||").Add(cond)).Block(jen.Return(jen.False())),
 		),
 	}, true
@@ -511,7 +552,7 @@ func (g *fastGen) exact(s *node) (jen.Code, bool) {
 			for _, n := range names {
 				lits = append(lits, jen.Lit(n))
 			}
-			conds = append(conds, jen.Qual(schemafast, "HasAll").Call(lits...))
+			conds = append(conds, jen.Qual(schemafastPkg, "HasAll").Call(lits...))
 		case k == "properties":
 			props := s.get("properties")
 			for _, p := range props.keys {
@@ -519,7 +560,7 @@ func (g *fastGen) exact(s *node) (jen.Code, bool) {
 				if sub.kind != 'o' || len(sub.keys) != 1 || sub.get("const") == nil || sub.get("const").kind != 's' {
 					return nil, false
 				}
-				conds = append(conds, jen.Qual(schemafast, "AbsentOrEquals").Call(jen.Id("v"), jen.Lit(p), jen.Lit(sub.get("const").str)))
+				conds = append(conds, jen.Qual(schemafastPkg, "AbsentOrEquals").Call(jen.Id("v"), jen.Lit(p), jen.Lit(sub.get("const").str)))
 			}
 		default:
 			return nil, false
@@ -533,4 +574,51 @@ func (g *fastGen) exact(s *node) (jen.Code, bool) {
 		expr = expr.Op("&&").Add(c)
 	}
 	return expr, true
+}
+
+// classOf reads a pattern of the shape ^[class]{min,max}$ (or *, +) whose
+// class is decided by its ASCII characters: it holds every character beyond
+// ASCII, or none. max < 0 is no maximum.
+func classOf(pattern string) (cls schemafast.Class, min, max int, ok bool) {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil || re.Op != syntax.OpConcat || len(re.Sub) != 3 ||
+		re.Sub[0].Op != syntax.OpBeginText || re.Sub[2].Op != syntax.OpEndText {
+		return cls, 0, 0, false
+	}
+	rep := re.Sub[1]
+	switch rep.Op {
+	case syntax.OpStar:
+		min, max = 0, -1
+	case syntax.OpPlus:
+		min, max = 1, -1
+	case syntax.OpRepeat:
+		min, max = rep.Min, rep.Max
+	default:
+		return cls, 0, 0, false
+	}
+	if len(rep.Sub) != 1 || rep.Sub[0].Op != syntax.OpCharClass {
+		return cls, 0, 0, false
+	}
+	var lo, hi uint64
+	nonASCII := false
+	r := rep.Sub[0].Rune
+	for i := 0; i+1 < len(r); i += 2 {
+		a, b := r[i], r[i+1]
+		if b >= utf8.RuneSelf {
+			// The range reaches beyond ASCII: it must hold all of it.
+			if a > utf8.RuneSelf || b != unicode.MaxRune {
+				return cls, 0, 0, false
+			}
+			nonASCII = true
+			b = utf8.RuneSelf - 1
+		}
+		for c := a; c <= b; c++ {
+			if c < 64 {
+				lo |= 1 << uint(c)
+			} else {
+				hi |= 1 << uint(c-64)
+			}
+		}
+	}
+	return schemafast.Class{Lo: lo, Hi: hi, NonASCII: nonASCII}, min, max, true
 }

@@ -15,29 +15,74 @@ func fastValid(v any) bool {
 	return fast1(v)
 }
 
-var fastRE1 = regexp.MustCompile("^[0-9a-f]{64}$")
+// fastClass1 is the class of ^[0-9a-f]{64}$.
+var fastClass1 = &schemafast.Class{
+	Hi:       uint64(0x7e00000000),
+	Lo:       uint64(0x3ff000000000000),
+	NonASCII: false,
+}
 
-var fastRE2 = regexp.MustCompile("^[^\\x00-\\x1f\\x7f]+$")
+// fastClass2 is the class of ^[^\x00-\x1f\x7f]+$.
+var fastClass2 = &schemafast.Class{
+	Hi:       uint64(0x7fffffffffffffff),
+	Lo:       uint64(0xffffffff00000000),
+	NonASCII: true,
+}
 
-var fastRE3 = regexp.MustCompile("^[A-Za-z0-9._:-]+$")
+// fastClass3 is the class of ^[A-Za-z0-9._:-]+$.
+var fastClass3 = &schemafast.Class{
+	Hi:       uint64(0x7fffffe87fffffe),
+	Lo:       uint64(0x7ff600000000000),
+	NonASCII: false,
+}
 
-var fastRE4 = regexp.MustCompile("^[A-Za-z0-9_-]{43}$")
+// fastClass4 is the class of ^[A-Za-z0-9_-]{43}$.
+var fastClass4 = &schemafast.Class{
+	Hi:       uint64(0x7fffffe87fffffe),
+	Lo:       uint64(0x3ff200000000000),
+	NonASCII: false,
+}
 
 var fastRE5 = regexp.MustCompile("^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
 
-var fastRE6 = regexp.MustCompile("^[^\\r\\n]*$")
+// fastClass6 is the class of ^[^\r\n]*$.
+var fastClass6 = &schemafast.Class{
+	Hi:       uint64(0xffffffffffffffff),
+	Lo:       uint64(0xffffffffffffdbff),
+	NonASCII: true,
+}
 
 var fastRE7 = regexp.MustCompile("^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 var fastRE8 = regexp.MustCompile("^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$")
 
-var fastRE9 = regexp.MustCompile("^[^\\x00-\\x08\\x0a-\\x1f\\x7f]*$")
+// fastClass9 is the class of ^[^\x00-\x08\x0a-\x1f\x7f]*$.
+var fastClass9 = &schemafast.Class{
+	Hi:       uint64(0x7fffffffffffffff),
+	Lo:       uint64(0xffffffff00000200),
+	NonASCII: true,
+}
 
-var fastRE10 = regexp.MustCompile("^[^\\x00-\\x1f\\x7f]*$")
+// fastClass10 is the class of ^[^\x00-\x1f\x7f]*$.
+var fastClass10 = &schemafast.Class{
+	Hi:       uint64(0x7fffffffffffffff),
+	Lo:       uint64(0xffffffff00000000),
+	NonASCII: true,
+}
 
-var fastRE11 = regexp.MustCompile("^[!-9;-~]{1,76}$")
+// fastClass11 is the class of ^[!-9;-~]{1,76}$.
+var fastClass11 = &schemafast.Class{
+	Hi:       uint64(0x7fffffffffffffff),
+	Lo:       uint64(0xfbfffffe00000000),
+	NonASCII: false,
+}
 
-var fastRE12 = regexp.MustCompile("^[^\\r\\n/\\\\]+$")
+// fastClass12 is the class of ^[^\r\n/\\]+$.
+var fastClass12 = &schemafast.Class{
+	Hi:       uint64(0xffffffffefffffff),
+	Lo:       uint64(0xffff7fffffffdbff),
+	NonASCII: true,
+}
 
 var fastRE13 = regexp.MustCompile("^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$")
 
@@ -69,7 +114,7 @@ func fast7(v any) bool {
 		return false
 	}
 	if s, ok := v.(string); ok {
-		if !fastRE1.MatchString(s) {
+		if !schemafast.Repeat(s, fastClass1, 64, 64) {
 			return false
 		}
 	}
@@ -114,7 +159,7 @@ func fast11(v any) bool {
 		if !schemafast.Length(s, 1, 256) {
 			return false
 		}
-		if !fastRE2.MatchString(s) {
+		if !schemafast.Repeat(s, fastClass2, 1, -1) {
 			return false
 		}
 	}
@@ -138,7 +183,7 @@ func fast13(v any) bool {
 		if !schemafast.Length(s, 1, 64) {
 			return false
 		}
-		if !fastRE3.MatchString(s) {
+		if !schemafast.Repeat(s, fastClass3, 1, -1) {
 			return false
 		}
 	}
@@ -159,7 +204,7 @@ func fast15(v any) bool {
 		return false
 	}
 	if s, ok := v.(string); ok {
-		if !fastRE4.MatchString(s) {
+		if !schemafast.Repeat(s, fastClass4, 43, 43) {
 			return false
 		}
 	}
@@ -196,7 +241,7 @@ func fast19(v any) bool {
 		if !schemafast.Length(s, 0, 512) {
 			return false
 		}
-		if !fastRE6.MatchString(s) {
+		if !schemafast.Repeat(s, fastClass6, 0, -1) {
 			return false
 		}
 	}
@@ -384,7 +429,7 @@ func fast28(v any) bool {
 		if !schemafast.Length(s, 1, 998) {
 			return false
 		}
-		if !fastRE9.MatchString(s) {
+		if !schemafast.Repeat(s, fastClass9, 0, -1) {
 			return false
 		}
 	}
@@ -443,7 +488,7 @@ func fast33(v any) bool {
 		if !schemafast.Length(s, 3, 320) {
 			return false
 		}
-		if !fastRE10.MatchString(s) {
+		if !schemafast.Repeat(s, fastClass10, 0, -1) {
 			return false
 		}
 		if validateMailbox(s) != nil {
@@ -527,7 +572,7 @@ func fast39(v any) bool {
 // fast41 checks /$defs/clear/properties/headers/propertyNames of the schema.
 func fast41(v any) bool {
 	if s, ok := v.(string); ok {
-		if !fastRE11.MatchString(s) {
+		if !schemafast.Repeat(s, fastClass11, 1, 76) {
 			return false
 		}
 	}
@@ -543,7 +588,7 @@ func fast42(v any) bool {
 		if !schemafast.Length(s, 0, 998) {
 			return false
 		}
-		if !fastRE9.MatchString(s) {
+		if !schemafast.Repeat(s, fastClass9, 0, -1) {
 			return false
 		}
 	}
@@ -583,7 +628,7 @@ func fast46(v any) bool {
 		if !schemafast.Length(s, 1, 255) {
 			return false
 		}
-		if !fastRE12.MatchString(s) {
+		if !schemafast.Repeat(s, fastClass12, 1, -1) {
 			return false
 		}
 	}
@@ -631,7 +676,7 @@ func fast49(v any) bool {
 		if !schemafast.Length(s, 1, 1024) {
 			return false
 		}
-		if !fastRE2.MatchString(s) {
+		if !schemafast.Repeat(s, fastClass2, 1, -1) {
 			return false
 		}
 	}
@@ -786,7 +831,7 @@ func fast56(v any) bool {
 		if !schemafast.Length(s, 1, 256) {
 			return false
 		}
-		if !fastRE2.MatchString(s) {
+		if !schemafast.Repeat(s, fastClass2, 1, -1) {
 			return false
 		}
 	}
@@ -836,7 +881,7 @@ func fast59(v any) bool {
 		if !schemafast.Length(s, 1, 128) {
 			return false
 		}
-		if !fastRE2.MatchString(s) {
+		if !schemafast.Repeat(s, fastClass2, 1, -1) {
 			return false
 		}
 	}

@@ -138,3 +138,39 @@ func AbsentOrEquals(v any, name, s string) bool {
 	str, ok := x.(string)
 	return ok && str == s
 }
+
+// Class is a set of characters: the ASCII ones by bit (Lo for 0 to 63, Hi
+// for 64 to 127), and every character beyond ASCII or none. The generator
+// compiles a pattern such as ^[^\x00-\x1f\x7f]+$ into one, which a byte loop
+// decides faster than the regular expression.
+type Class struct {
+	Lo, Hi   uint64
+	NonASCII bool
+}
+
+// Repeat reports whether s is made of min to max characters of c (max < 0
+// is no maximum). It decides ^c{min,max}$ as package regexp does, invalid
+// UTF-8 included (a byte that is not UTF-8 is U+FFFD, beyond ASCII).
+func Repeat(s string, c *Class, min, max int) bool {
+	n := 0
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if b < 64 && c.Lo&(1<<b) == 0 || b >= 64 && c.Hi&(1<<(b-64)) == 0 {
+				return false
+			}
+			i++
+		} else {
+			if !c.NonASCII {
+				return false
+			}
+			_, size := utf8.DecodeRuneInString(s[i:])
+			i += size
+		}
+		n++
+		if max >= 0 && n > max {
+			return false
+		}
+	}
+	return n >= min
+}
