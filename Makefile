@@ -3,7 +3,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all generate check fmt vet gen-check test test-short fuzz bench demo
+.PHONY: all generate check fmt vet gen-check test test-short fuzz bench bench-redis demo
 
 all: check
 
@@ -36,13 +36,21 @@ test:
 test-short:
 	$(GO) test -short $(PKGS)
 
-## fuzz: run each fuzz target briefly
+## fuzz: run each fuzz target briefly (FUZZTIME each; CI runs it with 5s)
+FUZZTIME ?= 20s
 fuzz:
-	$(GO) test ./gen/jobv1 -run '^$$' -fuzz FuzzValidate -fuzztime 20s
+	$(GO) test ./gen/jobv1 -run '^$$' -fuzz '^FuzzValidate$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./gen/jobv1 -run '^$$' -fuzz '^FuzzFastPath$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./cmd/generate -run '^$$' -fuzz '^FuzzClassOf$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./mailqueue -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) -parallel 1
+	$(GO) test ./mailqueue -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME)
 
-## bench: the benchmarks (see BENCHMARKS.md)
+## bench: the benchmarks of the kit (see BENCHMARKS.md); bench-redis: the Redis driver against asynq
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+	$(GO) test -run '^$$' -bench . -benchmem ./mailqueue
+
+bench-redis:
+	cd bench && $(GO) run . -redis 127.0.0.1:6379 -db 15
 
 ## demo: the main job on the embedded default
 demo:
