@@ -1,5 +1,5 @@
 // Package attachments reads the attachments a job gives by reference
-// ({ref}), for the worker's ResolveAttachment (spec/queue.md, "What a job
+// ({ref}), for the worker's ResolveAttachment (docs/spec/queue.md, "What a job
 // holds"): FromPath reads files below a folder, FromURL fetches from an
 // allow-list of hosts.
 //
@@ -10,9 +10,10 @@
 // cap.
 //
 // The worker retries a job whose resolver fails (queue.attachment_failed):
-// an outage passes. A reference a resolver refuses for good wraps
-// ErrRefused, and one that names nothing wraps fs.ErrNotExist; the worker
-// retries those too until its attempts run out.
+// an outage passes, and a file that is not there yet may come. A reference
+// a resolver refuses for good (a path out of the folder, a host not
+// allowed, over the size cap) wraps ErrRefused, which says it is not
+// retryable: the worker fails that job at once.
 package attachments
 
 import (
@@ -29,6 +30,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/alexify/mailer/mailqueue"
@@ -139,7 +141,12 @@ func FromPath(root string, opts ...Option) Resolver {
 			return nil, fmt.Errorf("attachments: opening the folder: %w", err)
 		}
 		defer r.Close()
-		f, err := r.Open(name)
+		// Stat before opening: opening a FIFO or a device blocks, and no
+		// context could stop it.
+		if st, err := r.Stat(name); err == nil && !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("%w: %q is not a regular file", ErrRefused, ref)
+		}
+		f, err := r.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		if err != nil {
 			var pe *fs.PathError
 			if errors.As(err, &pe) && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission) {

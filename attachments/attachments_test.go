@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -159,5 +160,27 @@ func TestFromURL(t *testing.T) {
 	// An error does not quote the URL, which may hold a token.
 	if _, err := resolve(ctx, srv.URL+"/missing?token=s3cr3t", info); err == nil || strings.Contains(err.Error(), "s3cr3t") {
 		t.Errorf("the error quotes the URL: %v", err)
+	}
+}
+
+func TestFromPathRefusesAFIFO(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600); err != nil {
+		t.Skipf("SKIPPED: no FIFO here: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := attachments.FromPath(dir)(ctx, "fifo", mailqueue.ResolveInfo{})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, attachments.ErrRefused) {
+			t.Errorf("a FIFO: %v, want ErrRefused", err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("FromPath blocked on a FIFO")
 	}
 }

@@ -1,6 +1,6 @@
 // Package audit holds audit sinks of the mail queue: a sink in memory, which
 // can tell what it heard (Has), and a sink that writes each event to a
-// *slog.Logger (spec/queue.md, "The audit and the log").
+// *slog.Logger (docs/spec/queue.md, "The audit and the log").
 package audit
 
 import (

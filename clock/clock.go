@@ -2,7 +2,7 @@
 //
 // Everything time-based in the kit (backoffs, leases, poll intervals, the
 // dedupe window) reads a Clock, so tests drive time with a Fake instead of
-// sleeping (spec/queue.md, "The memory queue and the polling driver": "now and
+// sleeping (docs/spec/queue.md, "The memory queue and the polling driver": "now and
 // sleep for a clock of the tests").
 package clock
 

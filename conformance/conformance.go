@@ -1,5 +1,5 @@
 // Package conformance holds a mailqueue.Source to the contract of the spec
-// (spec/queue.md, "The memory queue and the polling driver": the order of
+// (docs/spec/queue.md, "The memory queue and the polling driver": the order of
 // priorities, leases and their expiry, redelivery, fencing by the token,
 // releases that spend no attempt, scheduled jobs, pauses, retention and
 // duplicates), the way testing/fstest.TestFS holds a file system.
@@ -121,7 +121,7 @@ func (s *suite) job(p jobv1.Priority, tenant string) mailqueue.NewJob {
 	id := fmt.Sprintf("job-%03d", s.n)
 	return mailqueue.NewJob{
 		ID: id, Hash: fmt.Sprintf("%064x", s.n), Data: []byte(fmt.Sprintf(`{"v":1,"n":%d}`, s.n)),
-		Priority: p, TenantID: tenant, RunAt: now, MaxAttempts: 5, EnqueuedAt: now,
+		Priority: p, TenantID: tenant, RunAt: now, MaxAttempts: 2 + s.n%7, EnqueuedAt: now,
 	}
 }
 
@@ -190,8 +190,11 @@ func testEnqueueReserve(t *testing.T, s *suite) {
 		t.Fatalf("Enqueue = %+v, want a new job %s", res[0], j.ID)
 	}
 	l := s.reserveOne(t)
-	if l.ID != j.ID || string(l.Data) != string(j.Data) || l.Attempt != 1 || l.MaxAttempts != 5 || l.Redeliveries != 0 || l.Token == "" || l.TenantID != "t1" {
-		t.Errorf("Lease = %+v; want job %s, its data, attempt 1 of 5, no redelivery, a token, tenant t1", l, j.ID)
+	if l.ID != j.ID || string(l.Data) != string(j.Data) || l.Attempt != 1 || l.MaxAttempts != j.MaxAttempts || l.Redeliveries != 0 || l.Token == "" || l.TenantID != "t1" || l.Priority != jobv1.PriorityNormal {
+		t.Errorf("Lease = %+v; want job %s, its data, attempt 1 of %d, no redelivery, a token, tenant t1, priority normal", l, j.ID, j.MaxAttempts)
+	}
+	if !l.EnqueuedAt.Equal(j.EnqueuedAt) && l.EnqueuedAt.Sub(j.EnqueuedAt).Abs() > time.Millisecond {
+		t.Errorf("Lease.EnqueuedAt = %v, want %v", l.EnqueuedAt, j.EnqueuedAt)
 	}
 	if d := l.Until.Sub(s.Now()); d <= 0 || d > s.Lease+time.Second {
 		t.Errorf("the lease runs out in %v, want about %v", d, s.Lease)

@@ -43,6 +43,18 @@ var brokenSources = map[string]func(mailqueue.Source) mailqueue.Source{
 	"spends an attempt on release": func(s mailqueue.Source) mailqueue.Source {
 		return releaseAsRetry{s}
 	},
+	"loses MaxAttempts": func(s mailqueue.Source) mailqueue.Source { return fixedMaxAttempts{s} },
+}
+
+// fixedMaxAttempts leases every job as if it had 5 attempts.
+type fixedMaxAttempts struct{ mailqueue.Source }
+
+func (s fixedMaxAttempts) Reserve(ctx context.Context, p mailqueue.ReserveParams) ([]*mailqueue.Lease, error) {
+	ls, err := s.Source.Reserve(ctx, p)
+	for _, l := range ls {
+		l.MaxAttempts = 5
+	}
+	return ls, err
 }
 
 // ignoreToken settles with whatever token the job holds now.
@@ -100,6 +112,7 @@ func TestBrokenSourcesFail(t *testing.T) {
 	want := map[string]string{
 		"ignores the token":            "Fencing/StaleToken",
 		"spends an attempt on release": "Settle/ReleaseSpendsNoAttempt",
+		"loses MaxAttempts":            "Enqueue/Reserve",
 	}
 	for name := range brokenSources {
 		t.Run(name, func(t *testing.T) {

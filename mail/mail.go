@@ -3,7 +3,7 @@
 //
 // A Message is built into MIME with github.com/wneessen/go-mail. Its
 // Message-ID and Content-IDs are fixed by the producer at enqueue, so every
-// attempt of a job sends the same message (spec/queue.md, "What a job holds").
+// attempt of a job sends the same message (docs/spec/queue.md, "What a job holds").
 package mail
 
 import (
@@ -58,7 +58,7 @@ type Attachment struct {
 }
 
 // Category tells what a send came to, and so what the queue does next
-// (spec/queue.md, "What the queue does with an attempt").
+// (docs/spec/queue.md, "What the queue does with an attempt").
 type Category string
 
 // The categories of a receipt.
@@ -128,7 +128,7 @@ type RefusedRecipient struct {
 // Send returns a receipt whatever happened; the error is non-nil exactly
 // when the category is not Accepted, and is then an *Error carrying the same
 // receipt. A transport must not retry on its own beyond what provably was not
-// sent: the queue retries (spec/queue.md, "Tenants in turn", last paragraph).
+// sent: the queue retries (docs/spec/queue.md, "Tenants in turn", last paragraph).
 type Transport interface {
 	Send(ctx context.Context, msg *Message) (Receipt, error)
 }

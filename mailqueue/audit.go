@@ -7,7 +7,7 @@ import (
 	"github.com/alexify/mailer/gen/codes"
 )
 
-// AuditState is a state the audit sink is told of (spec/queue.md, "The audit
+// AuditState is a state the audit sink is told of (docs/spec/queue.md, "The audit
 // and the log").
 type AuditState string
 
@@ -54,7 +54,7 @@ type AuditSink interface {
 // AuditHistory is an audit sink that can tell what it heard: the memory sink
 // and a sink over a database can. With the Redelivered policy
 // RedeliveredDeliveryUnknown, a run again of an attempt whose run died is
-// sent when Has shows that run never submitted the message (spec/queue.md,
+// sent when Has shows that run never submitted the message (docs/spec/queue.md,
 // "Once per key").
 type AuditHistory interface {
 	// Has reports whether the sink heard state for the attempt of the job.

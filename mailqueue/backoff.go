@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The backoff of the spec (spec/queue.md, "What the queue does with an
+// The backoff of the spec (docs/spec/queue.md, "What the queue does with an
 // attempt"): 30 seconds, doubled per attempt, an hour at most, full jitter.
 const (
 	// BackoffBase is the backoff's ceiling after the first attempt.

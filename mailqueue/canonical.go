@@ -5,12 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // canonicalJSON writes v, a JSON value as json.Decoder with UseNumber gives
@@ -257,4 +259,59 @@ func decodeJSON(data []byte) (any, error) {
 		return nil, fmt.Errorf("trailing data after the JSON value")
 	}
 	return v, nil
+}
+
+// checkText refuses JSON text that is not UTF-8 or that escapes a lone
+// surrogate (a \uD800-\uDFFF not in a high-low pair), which JSON parsers
+// read in different ways (RFC 8259 section 8.2).
+func checkText(data []byte) error {
+	if !utf8.Valid(data) {
+		return errors.New("the JSON text is not valid UTF-8")
+	}
+	for i := 0; i < len(data); i++ {
+		if data[i] != '\\' {
+			continue
+		}
+		if i+1 < len(data) && data[i+1] != 'u' {
+			i++ // an escape of one character, such as \\ or \"
+			continue
+		}
+		u, ok := hex4(data, i+2)
+		if !ok {
+			return errors.New("a \\u escape without four hexadecimal digits")
+		}
+		switch {
+		case u >= 0xDC00 && u <= 0xDFFF:
+			return errors.New("a \\u escape of a lone low surrogate")
+		case u >= 0xD800 && u <= 0xDBFF:
+			lo, ok := hex4(data, i+8)
+			if !ok || data[i+6] != '\\' || data[i+7] != 'u' || lo < 0xDC00 || lo > 0xDFFF {
+				return errors.New("a \\u escape of a lone high surrogate")
+			}
+			i += 11
+		default:
+			i += 5
+		}
+	}
+	return nil
+}
+
+func hex4(data []byte, at int) (rune, bool) {
+	if at+4 > len(data) || at < 2 {
+		return 0, false
+	}
+	var u rune
+	for _, c := range data[at : at+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			u = u<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			u = u<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			u = u<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return u, true
 }

@@ -60,3 +60,24 @@ func TestCanonicalStringsAndNumbers(t *testing.T) {
 		t.Error("NaN has a canonical form")
 	}
 }
+
+func TestCheckText(t *testing.T) {
+	tests := []struct {
+		in string
+		ok bool
+	}{
+		{`{"s":"Hi"}`, true},
+		{`{"s":"\ud83d\ude00 \u00e9 \\u00e9 \" \\"}`, true},
+		{`{"s":"Hi\ud800"}`, false},
+		{`{"s":"Hi\udc00"}`, false},
+		{`{"s":"\ud800\u0041"}`, false},
+		{`{"s":"\ud800"}`, false},
+		{"{\"s\":\"Hi\xff\"}", false},
+		{`{"s":"\u12"}`, false},
+	}
+	for _, tc := range tests {
+		if err := checkText([]byte(tc.in)); (err == nil) != tc.ok {
+			t.Errorf("checkText(%s) = %v, want ok %t", tc.in, err, tc.ok)
+		}
+	}
+}

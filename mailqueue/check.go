@@ -108,7 +108,7 @@ var (
 )
 
 // checkContext refuses a context that does not round-trip through JSON
-// unchanged (spec/queue.md, "What a job holds"): a value with a JSON
+// unchanged (docs/spec/queue.md, "What a job holds"): a value with a JSON
 // encoding of its own (time.Time, a type with MarshalJSON or MarshalText), a
 // NaN or an infinity, an integer beyond 2^53, a channel, a function, a
 // complex number, a map with keys that are not strings, or a cycle. It

@@ -8,7 +8,7 @@ import (
 )
 
 // Driver moves stored jobs and outcomes. It never renders, sends or
-// classifies: one Handler serves every driver (DESIGN.md, "The flow").
+// classifies: one Handler serves every driver (docs/architecture.md, "The flow").
 type Driver interface {
 	// Enqueue stores jobs as Source.Enqueue does.
 	Enqueue(ctx context.Context, jobs []NewJob) ([]EnqueueResult, error)
@@ -104,7 +104,7 @@ type Pause struct {
 }
 
 // Pauser is a Driver or a Source that can pause the queue or a tenant
-// (spec/queue.md, rateLimitScope). The polling driver is one when its source
+// (docs/spec/queue.md, rateLimitScope). The polling driver is one when its source
 // is; the memory source is one.
 type Pauser interface {
 	// Pause pauses the queue, or the tenant when p.Tenant, for p.For. A

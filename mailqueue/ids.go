@@ -5,11 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"net/mail"
+	netmail "net/mail"
 	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
+
+	"github.com/alexify/mailer/mail"
 )
 
 // The kinds of identifier DeriveID is asked for.
@@ -77,10 +79,17 @@ func (q *Queue) contentID(jobID, from string, i int) string {
 }
 
 // domainOf returns the domain of a mailbox, or "localhost" when it has none.
+//
+// The domain is written in its ASCII form (IDNA, UTS 46 processing, as
+// mail.ASCIIDomain and Node's url.domainToASCII write it), then lowercased
+// as ASCII: lowercasing a Unicode domain differs between languages
+// ("İSTANBUL"), its ASCII form does not (docs/wire.md, "Ids").
 func domainOf(mailbox string) string {
-	if a, err := mail.ParseAddress(mailbox); err == nil {
+	if a, err := netmail.ParseAddress(mailbox); err == nil {
 		if i := strings.LastIndexByte(a.Address, '@'); i >= 0 && i+1 < len(a.Address) {
-			return strings.ToLower(a.Address[i+1:])
+			if d, err := mail.ASCIIDomain(a.Address[i+1:]); err == nil && d != "" {
+				return strings.ToLower(d)
+			}
 		}
 	}
 	return "localhost"

@@ -67,7 +67,7 @@ func (l *logRecorder) find(msg string) []loggedRecord {
 var addressPattern = regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}`)
 
 // checkNoAddressAboveDebug fails the test if a record above debug carries an
-// address (DESIGN.md, invariant 6).
+// address (docs/architecture.md).
 func (l *logRecorder) checkNoAddressAboveDebug(t *testing.T) {
 	t.Helper()
 	l.mu.Lock()

@@ -1,6 +1,6 @@
 // Package mailqueue sends mail through a queue: a producer enqueues a message
 // as a job, and a worker renders it, sends it through a transport and
-// decides from the receipt what the queue does next (spec/queue.md).
+// decides from the receipt what the queue does next (docs/spec/queue.md).
 //
 //	producer  Queue.Enqueue ─▶ check ─▶ fix ids ─▶ hash ─▶ audit "queued" ─▶ Driver.Enqueue
 //	worker    Driver ─▶ Handler: open ─▶ render ─▶ build ─▶ Transport.Send ─▶ Outcome
@@ -22,7 +22,7 @@ import (
 	"github.com/alexify/mailer/gen/jobv1"
 )
 
-// The defaults of the spec's Defaults table (spec/queue.md, "Defaults").
+// The defaults of the spec's Defaults table (docs/spec/queue.md, "Defaults").
 const (
 	DefaultNamespace                = "mail"
 	DefaultMaxAttempts              = 5
@@ -47,7 +47,7 @@ type Config struct {
 	// IDSecret, when set (at least 32 bytes), derives job ids with an
 	// HMAC-SHA256 instead of a SHA-256, so an id cannot be found again by
 	// hashing the keys one can guess. The same on every producer; never
-	// rotated (spec/queue.md, "Once per key").
+	// rotated (docs/spec/queue.md, "Once per key").
 	IDSecret []byte
 	// GenerateID draws the identifiers a job draws: its idempotency key when
 	// it gives none. A random UUID (version 4) by default.
@@ -59,10 +59,10 @@ type Config struct {
 	// SigningKeys sign every job with an HMAC-SHA256 (kid, mac): the first
 	// key signs, every key verifies; each secret is at least 32 bytes. A
 	// worker given keys fails a job none of them signed with
-	// queue.signature_invalid (spec/queue.md, "Signed jobs").
+	// queue.signature_invalid (docs/spec/queue.md, "Signed jobs").
 	SigningKeys []SigningKey
 	// Codec, when set, seals each job: the store holds only its clear
-	// envelope and enc (spec/queue.md, "Sealed jobs").
+	// envelope and enc (docs/spec/queue.md, "Sealed jobs").
 	Codec Codec
 	// Audit hears "queued" at each enqueue; nil for none.
 	Audit AuditSink
@@ -157,7 +157,7 @@ type Result struct {
 // A refusal is an *Error with code queue.invalid_job and the path of the bad
 // value. The same message enqueued again under the same key answers
 // Duplicate with the same id; another message under the key is refused with
-// queue.key_reused (spec/queue.md, "Once per key").
+// queue.key_reused (docs/spec/queue.md, "Once per key").
 //
 // Enqueue fills in, on a copy, what the job leaves out: v, the idempotency
 // key (drawn), the Message-ID and the Content-IDs (derived from the job's

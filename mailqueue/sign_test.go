@@ -81,7 +81,7 @@ func TestSignatureInvalidFailsUnsent(t *testing.T) {
 		})
 	}
 	// The signed job itself passes, and a worker without keys checks the
-	// hash alone (spec/queue.md, "Signed jobs").
+	// hash alone (docs/spec/queue.md, "Signed jobs").
 	for name, cfg := range map[string]mailqueue.Config{"with keys": {SigningKeys: keys}, "without keys": {}} {
 		q, mq, _ := newQueue(t, cfg)
 		startWorker(t, q, mailqueue.WorkerConfig{Transport: mmemory.New()})
@@ -93,7 +93,7 @@ func TestSignatureInvalidFailsUnsent(t *testing.T) {
 	}
 }
 
-// TestKeyRotation follows spec/queue.md, "Signed jobs": put the new key
+// TestKeyRotation follows docs/spec/queue.md, "Signed jobs": put the new key
 // first, deploy the workers, then the producers; drop the old key once no
 // job it signed is left.
 func TestKeyRotation(t *testing.T) {

@@ -162,5 +162,5 @@ type ReleaseParams struct {
 
 // ErrTransactionUnsupported is returned by a driver that writes no
 // transaction when it is given one: it refuses rather than ignores it
-// (spec/queue.md, "The audit and the log").
+// (docs/spec/queue.md, "The audit and the log").
 var ErrTransactionUnsupported = errors.New("mailqueue: this driver takes no transaction")

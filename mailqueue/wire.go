@@ -57,7 +57,7 @@ func checkSigningKeys(keys []SigningKey) error {
 	return nil
 }
 
-// Codec seals and opens the message of a job (spec/queue.md, "Sealed
+// Codec seals and opens the message of a job (docs/spec/queue.md, "Sealed
 // jobs"). Encode turns the canonical JSON of the sealed fields into the text
 // of enc; Decode turns it back into those bytes.
 //
@@ -96,7 +96,7 @@ func retryable(err error) bool {
 	return true
 }
 
-// envelope are the fields a sealed job keeps in clear (spec/queue.md,
+// envelope are the fields a sealed job keeps in clear (docs/spec/queue.md,
 // "Sealed jobs"); enc holds the others.
 var envelope = []string{"v", "hash", "enqueuedAt", "correlationId", "kid", "mac", "trace"}
 
@@ -334,10 +334,16 @@ func expiresOf(obj map[string]any) *time.Time {
 // for): with two names alike, what is verified and what is sent could
 // differ between readers.
 // decodeStored decodes a stored job into a JSON object and its canonical
-// JSON. A job stored as canonical JSON, as this kit stores it, holds no name
+// JSON. Text that is not UTF-8, or a \u escape of a lone surrogate, is
+// refused (docs/wire.md): encoding/json would turn either into U+FFFD, and
+// the job would be read as another message than the one its producer
+// hashed. A job stored as canonical JSON, as this kit stores it, holds no name
 // twice (a second one would be lost and the bytes would differ); only other
 // bytes take the slower scan for names that appear twice.
 func decodeStored(data []byte) (map[string]any, []byte, error) {
+	if err := checkText(data); err != nil {
+		return nil, nil, err
+	}
 	v, err := decodeJSON(data)
 	if err != nil {
 		return nil, nil, err

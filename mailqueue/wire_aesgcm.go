@@ -16,7 +16,7 @@ const (
 	gcmTagBytes   = 16
 )
 
-// aesGCMCodec is the codec of the spec's example (spec/queue.md, "Sealed
+// aesGCMCodec is the codec of the spec's example (docs/spec/queue.md, "Sealed
 // jobs"): AES-256-GCM under one key, a random nonce per job.
 type aesGCMCodec struct {
 	aead cipher.AEAD

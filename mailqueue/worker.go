@@ -15,7 +15,7 @@ import (
 	"github.com/alexify/mailer/render"
 )
 
-// The worker's defaults (spec/queue.md, "Defaults").
+// The worker's defaults (docs/spec/queue.md, "Defaults").
 const (
 	DefaultOperatorDelay   = 5 * time.Minute
 	DefaultMaxRedeliveries = 3
@@ -26,7 +26,7 @@ const (
 )
 
 // RedeliveredPolicy says what a worker does with a run again of an attempt
-// whose run before died (spec/queue.md, "Once per key").
+// whose run before died (docs/spec/queue.md, "Once per key").
 type RedeliveredPolicy string
 
 // The redelivery policies.
@@ -111,7 +111,7 @@ type WorkerConfig struct {
 	AuditStrict bool
 }
 
-// RateLimitScope is what a rate limit pauses (spec/queue.md, "What the queue
+// RateLimitScope is what a rate limit pauses (docs/spec/queue.md, "What the queue
 // does with an attempt", the paragraph after the table).
 type RateLimitScope string
 
@@ -217,7 +217,7 @@ type run struct {
 }
 
 // Handle runs one attempt of a leased job and returns its outcome. It is the
-// one handler every driver runs (DESIGN.md, "The flow").
+// one handler every driver runs (docs/architecture.md, "The flow").
 func (w *Worker) Handle(ctx context.Context, lease *Lease) (out Outcome) {
 	r := &run{lease: lease, now: w.q.cfg.Clock.Now()}
 	w.log.Debug(string(codes.QueueJobStarted), "job_id", lease.ID, "attempt", lease.Attempt)
@@ -372,7 +372,7 @@ func (w *Worker) send(ctx context.Context, msg *mail.Message) (receipt mail.Rece
 	return receipt, err, ""
 }
 
-// settle decides the outcome of a send from its receipt (spec/queue.md,
+// settle decides the outcome of a send from its receipt (docs/spec/queue.md,
 // "What the queue does with an attempt").
 func (w *Worker) settle(ctx context.Context, r *run, receipt mail.Receipt, err error) Outcome {
 	var me *mail.Error

@@ -1,7 +1,7 @@
 // Package render renders the template of a mail job: a subject, an HTML body
 // and a text body per template and locale.
 //
-// The queue tells two kinds of failure apart (spec/queue.md, "What the queue
+// The queue tells two kinds of failure apart (docs/spec/queue.md, "What the queue
 // does with an attempt"): a template missing or broken fails the job at once
 // (an *Error, code render.failed), while an outage of the place templates are
 // loaded from is retried (a *LoadError, the spec's TemplateLoadError).
@@ -39,7 +39,7 @@
 //
 // Besides the built-in functions of text/template (and, index, len, printf,
 // ...), templates have these helpers, all deterministic: rendering must be
-// the same on every attempt of a job (spec/queue.md, "Once per key"), so none
+// the same on every attempt of a job (docs/spec/queue.md, "Once per key"), so none
 // reads the clock or draws random numbers.
 //
 //	upper s       s in upper case

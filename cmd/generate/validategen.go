@@ -148,6 +148,13 @@ func (m *jobModel) validateFile() *jen.File {
 		jen.If(jen.Op("!").Id("smtpPath").Call(id("a").Dot("Address"))).Block(
 			ret(q("errors", "New").Call(lit("not an address an SMTP path carries unquoted (a quoted local part)"))),
 		),
+		jen.Comment("An invisible character (a zero-width space, a bidi control) would be"),
+		jen.Comment("dropped or shown apart from where the mail goes (UTS 46 maps some away)."),
+		jen.If(q("strings", "IndexFunc").Call(id("a").Dot("Address"), jen.Func().Params(id("r").Rune()).Bool().Block(
+			ret(q("unicode", "Is").Call(q("unicode", "Cf"), id("r")).Op("||").Qual("unicode", "Is").Call(q("unicode", "Other_Default_Ignorable_Code_Point"), id("r"))),
+		)).Op(">=").Lit(0)).Block(
+			ret(q("errors", "New").Call(lit("an address holds an invisible character"))),
+		),
 		ret(jen.Nil()),
 	)
 

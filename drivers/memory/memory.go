@@ -1,5 +1,5 @@
 // Package memory is the memory queue: a mailqueue.Source in memory, run by
-// the polling driver, for tests and a single process (spec/queue.md, "The
+// the polling driver, for tests and a single process (docs/spec/queue.md, "The
 // memory queue and the polling driver"). Nothing survives the process.
 //
 // Besides the Source, it offers what an operator needs: List, Get, Stats,
@@ -34,7 +34,7 @@ const (
 	DefaultRetainFinished = 10_000
 )
 
-// RetainData says which finished jobs keep their message (spec/queue.md,
+// RetainData says which finished jobs keep their message (docs/spec/queue.md,
 // "What a job holds"). A job that drops it keeps its id, version and hash,
 // so an enqueue again is still told a duplicate.
 type RetainData string
@@ -76,7 +76,7 @@ type Options struct {
 	RetainFinished int
 	// Fairness is FairnessNone (the default: by priority, then time) or
 	// FairnessTenant: a high job of any tenant first, then the tenants in
-	// turn, a job each, the jobs of no tenant as one more (spec/queue.md,
+	// turn, a job each, the jobs of no tenant as one more (docs/spec/queue.md,
 	// "Tenants in turn").
 	Fairness Fairness
 }

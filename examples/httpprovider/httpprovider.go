@@ -3,9 +3,9 @@
 // provider the message's IdempotencyKey, which the queue's worker sets to the
 // job's id, in an Idempotency-Key header. A provider that dedupes by that
 // key then sends a job once however many times a worker posts it
-// (spec/queue.md, "Once per key").
+// (docs/spec/queue.md, "Once per key").
 //
-// The replies map to receipts as the queue expects (spec/queue.md, "What the
+// The replies map to receipts as the queue expects (docs/spec/queue.md, "What the
 // queue does with an attempt"):
 //
 //	2xx                  Accepted, ProviderID the "id" of the JSON reply

@@ -83,3 +83,14 @@ func FuzzFastPath(f *testing.F) {
 		fastAgrees(t, data)
 	})
 }
+
+func TestMailboxRefusesInvisibleCharacters(t *testing.T) {
+	for _, s := range []string{"a@ex\u200bample.com", "a\u200d@example.com", "Ada <a@exam\u00adple.com>", "a@example.com\u202e"} {
+		if validateMailbox(s) == nil {
+			t.Errorf("%q passed", s)
+		}
+	}
+	if err := validateMailbox("Zoë <zoe@bücher.example>"); err != nil {
+		t.Errorf("an IDN mailbox: %v", err)
+	}
+}

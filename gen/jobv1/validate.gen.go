@@ -241,6 +241,13 @@ func validateMailbox(v any) error {
 	if !smtpPath(a.Address) {
 		return errors.New("not an address an SMTP path carries unquoted (a quoted local part)")
 	}
+	// An invisible character (a zero-width space, a bidi control) would be
+	// dropped or shown apart from where the mail goes (UTS 46 maps some away).
+	if strings.IndexFunc(a.Address, func(r rune) bool {
+		return unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r)
+	}) >= 0 {
+		return errors.New("an address holds an invisible character")
+	}
 	return nil
 }
 

@@ -1,9 +1,11 @@
 // Package idempotency wraps any mail.Transport so that a message goes at
 // most once per idempotency key, across attempts, workers and processes that
-// share a Store (spec/queue.md, "Once per key"; DESIGN.md, invariant 1).
+// share a Store (docs/spec/queue.md, "Once per key"; docs/architecture.md).
 //
 // Before a send, the Transport reserves the message's IdempotencyKey (the
-// queue's worker sets it to the job's id) for Options.LeaseDuration. Then:
+// queue's worker sets it to the job's id) for at least Options.LeaseDuration
+// (the spec's leaseMs, 10 minutes) and as long as a receipt is kept
+// (Options.ReceiptTTL, a day). Then:
 //
 //   - a key already completed answers the stored receipt without sending: an
 //     Accepted one (a send again after a run that settled too late) with a
@@ -20,12 +22,13 @@
 //
 // A panic of the wrapped transport goes up unrecovered and leaves the
 // reservation in place: the queue fails that attempt (queue.thrown), and an
-// attempt again within the lease answers DeliveryUnknown. Once a reservation
-// runs out without a receipt, the key is free again: keep LeaseDuration
-// longer than a run can last (the queue's lease is a minute by default).
+// attempt again answers DeliveryUnknown. A reservation without a receipt is
+// kept as long as a receipt would be, not only LeaseDuration: however long
+// the workers were down before the job ran again, a run that died mid-send
+// may have sent it, so the key never frees itself early for a second send.
 //
 // The Store must be shared by every worker that may send the same job; a
-// store per process only dedupes within it (spec/queue.md, "Several
+// store per process only dedupes within it (docs/spec/queue.md, "Several
 // processes"). NewMemoryStore is the store of one process and of tests.
 package idempotency
 
@@ -39,7 +42,7 @@ import (
 	"github.com/alexify/mailer/mail"
 )
 
-// The defaults of Options (spec/queue.md, "Defaults": leaseMs of
+// The defaults of Options (docs/spec/queue.md, "Defaults": leaseMs of
 // IdempotencyTransport).
 const (
 	// DefaultLeaseDuration is how long a reservation holds a key when
@@ -97,8 +100,10 @@ type Store interface {
 
 // Options configures a Transport. The zero value takes the defaults.
 type Options struct {
-	// LeaseDuration is how long a reservation holds a key before its
-	// receipt; DefaultLeaseDuration (10 minutes) when zero.
+	// LeaseDuration is the least time a reservation holds a key before its
+	// receipt; DefaultLeaseDuration (10 minutes) when zero. A reservation is
+	// kept the longer of LeaseDuration and ReceiptTTL: a run that died
+	// mid-send leaves a key that answers DeliveryUnknown for as long.
 	LeaseDuration time.Duration
 	// ReceiptTTL is how long a completed key keeps its receipt;
 	// DefaultReceiptTTL (a day) when zero.
@@ -160,7 +165,8 @@ func (t *Transport) Send(ctx context.Context, msg *mail.Message) (mail.Receipt, 
 		return fail(mail.Retryable, "cancelled before the send", err)
 	}
 	key, token := msg.IdempotencyKey, t.opts.NewToken()
-	existing, err := t.store.Reserve(ctx, key, token, t.opts.LeaseDuration)
+	hold := max(t.opts.LeaseDuration, t.opts.ReceiptTTL)
+	existing, err := t.store.Reserve(ctx, key, token, hold)
 	if err != nil {
 		return fail(mail.Retryable, "the idempotency store failed to reserve the key; nothing was sent", errors.Join(ErrStore, err))
 	}
@@ -194,9 +200,8 @@ func (t *Transport) Send(ctx context.Context, msg *mail.Message) (mail.Receipt, 
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
 	if notSent(r.Category) {
-		// A failure to release keeps the key reserved until the lease runs
-		// out: an attempt again before then answers DeliveryUnknown, the
-		// safe side.
+		// A failure to release keeps the key reserved: an attempt again
+		// answers DeliveryUnknown, the safe side.
 		_, _ = t.store.Release(sctx, key, token)
 	} else {
 		// A failure to complete leaves the reservation: the same.

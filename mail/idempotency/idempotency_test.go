@@ -128,10 +128,19 @@ func TestSendKilledBetweenReservationAndReceipt(t *testing.T) {
 	if n := inner.sends.Load(); n != 1 {
 		t.Errorf("the inner transport was called %d times, want 1", n)
 	}
-	// Past the lease the key is free again (keep the lease longer than a run).
-	fc.Advance(2 * time.Second)
+	// Past the lease, after the workers were down for long, still no
+	// second send: the run that died may have sent it.
+	fc.Advance(time.Hour)
+	if r, err := newTransport(t, inner, store).Send(ctx, message("job-1")); r.Category != mail.DeliveryUnknown || !errors.Is(err, idempotency.ErrInFlight) {
+		t.Errorf("an hour later: %+v, %v; want delivery_unknown", r, err)
+	}
+	if n := inner.sends.Load(); n != 1 {
+		t.Errorf("the inner transport was called %d times, want 1", n)
+	}
+	// Only once a receipt would have been forgotten is the key free.
+	fc.Advance(idempotency.DefaultReceiptTTL)
 	if r, err := newTransport(t, inner, store).Send(ctx, message("job-1")); err != nil || r.Category != mail.Accepted {
-		t.Errorf("past the lease: %+v, %v", r, err)
+		t.Errorf("past the receipt's time: %+v, %v", r, err)
 	}
 }
 
