@@ -215,7 +215,7 @@ func failed(code codes.Code, reason string) *opened {
 // the schema of what it opened, the hash. The job it returns decodes from
 // the canonical JSON of what was verified, never from the raw bytes again.
 func openJob(ctx context.Context, data []byte, keys []SigningKey, codec Codec) (*jobv1.Job, *opened) {
-	obj, canon, err := decodeStored(data)
+	obj, err := decodeStored(data)
 	if err != nil {
 		return nil, failed(codes.QueueInvalidJob, "the stored job is not a JSON object: "+err.Error())
 	}
@@ -269,12 +269,9 @@ func openJob(ctx context.Context, data []byte, keys []SigningKey, codec Codec) (
 	if err != nil || want == "" || got != want {
 		return nil, failed(codes.QueueHashMismatch, "the job is not what was enqueued: its hash does not match")
 	}
-	if len(whole) != len(obj) { // sealed: the canonical JSON of the whole job
-		if canon, err = canonicalJSON(whole); err != nil {
-			return nil, failed(codes.QueueInvalidJob, "the stored job has no canonical JSON")
-		}
-	}
-	job, _, err := jobv1.Decode(canon)
+	// Decode what was verified and hashed: the object itself, never the
+	// raw bytes again.
+	job, _, err := jobv1.DecodeValue(whole)
 	if err != nil || job == nil {
 		return nil, failed(codes.QueueInvalidJob, "the stored job does not decode")
 	}
@@ -333,35 +330,34 @@ func expiresOf(obj map[string]any) *time.Time {
 // refuses duplicate member names (I-JSON, RFC 7493, which RFC 8785 asks
 // for): with two names alike, what is verified and what is sent could
 // differ between readers.
-// decodeStored decodes a stored job into a JSON object and its canonical
-// JSON. Text that is not UTF-8, or a \u escape of a lone surrogate, is
+// decodeStored decodes a stored job into a JSON object. Text that is not UTF-8, or a \u escape of a lone surrogate, is
 // refused (docs/wire.md): encoding/json would turn either into U+FFFD, and
 // the job would be read as another message than the one its producer
 // hashed. A job stored as canonical JSON, as this kit stores it, holds no name
 // twice (a second one would be lost and the bytes would differ); only other
 // bytes take the slower scan for names that appear twice.
-func decodeStored(data []byte) (map[string]any, []byte, error) {
+func decodeStored(data []byte) (map[string]any, error) {
 	if err := checkText(data); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	v, err := decodeJSON(data)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, nil, errors.New("not an object")
+		return nil, errors.New("not an object")
 	}
 	canon, err := canonicalJSON(obj)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if !bytes.Equal(canon, data) {
 		if err := checkNoDuplicates(data); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	return obj, canon, nil
+	return obj, nil
 }
 
 func decodeObject(data []byte) (map[string]any, error) {

@@ -188,5 +188,44 @@ func (m *jobModel) decodeFile() *jen.File {
 		),
 		jen.Return(jen.Op("&").Id("j"), jen.Nil(), jen.Nil()),
 	)
+
+	// DecodeValue and one decoder per struct type.
+	f.Line()
+	f.Comment(comment(fmt.Sprintf("DecodeValue decodes v, the JSON object of one job as encoding/json decodes it with UseNumber (the value ValidateValue took), as Decode decodes the object's JSON, without encoding and decoding it again: into a %s when it has %s, else into a %s. It does not validate, and it keeps v's maps (a job's context) without copying them.", sealed, strconv.Quote(m.discriminator), clear)))
+	f.Func().Id("DecodeValue").Params(jen.Id("v").Map(jen.String()).Any()).Params(jen.Op("*").Id(clear), jen.Op("*").Id(sealed), jen.Error()).Block(
+		jen.Id("d").Op(":=").Op("&").Qual(schemafastPkg, "Decoder").Values(),
+		jen.If(jen.List(jen.Id("_"), jen.Id("ok")).Op(":=").Id("v").Index(jen.Lit(m.discriminator)), jen.Id("ok")).Block(
+			jen.Id("s").Op(":=").Id("decode"+sealed).Call(jen.Id("d"), jen.Id("v")),
+			jen.If(jen.Err().Op(":=").Id("d").Dot("Err").Call(), jen.Err().Op("!=").Nil()).Block(
+				jen.Return(jen.Nil(), jen.Nil(), jen.Qual("fmt", "Errorf").Call(jen.Lit(m.pkg+": decoding a job: %w"), jen.Err())),
+			),
+			jen.Return(jen.Nil(), jen.Id("s"), jen.Nil()),
+		),
+		jen.Id("j").Op(":=").Id("decode"+clear).Call(jen.Id("d"), jen.Id("v")),
+		jen.If(jen.Err().Op(":=").Id("d").Dot("Err").Call(), jen.Err().Op("!=").Nil()).Block(
+			jen.Return(jen.Nil(), jen.Nil(), jen.Qual("fmt", "Errorf").Call(jen.Lit(m.pkg+": decoding a job: %w"), jen.Err())),
+		),
+		jen.Return(jen.Id("j"), jen.Nil(), jen.Nil()),
+	)
+	for _, t := range m.types {
+		if t.enum {
+			continue
+		}
+		var cases []jen.Code
+		for _, fd := range t.fields {
+			cases = append(cases, jen.Case(jen.Lit(fd.json)).Block(
+				jen.Id("t").Dot(fd.name).Op("=").Add(fd.conv(jen.Id("d"), jen.Id("x"))),
+			))
+		}
+		cases = append(cases, jen.Default().Block(jen.Id("d").Dot("Unknown").Call(jen.Id("k"))))
+		f.Line()
+		f.Comment(comment(fmt.Sprintf("decode%s decodes a %s from its JSON object; nil for a nil object.", t.name, t.name)))
+		f.Func().Id("decode"+t.name).Params(jen.Id("d").Op("*").Qual(schemafastPkg, "Decoder"), jen.Id("o").Map(jen.String()).Any()).Op("*").Id(t.name).Block(
+			jen.If(jen.Id("o").Op("==").Nil()).Block(jen.Return(jen.Nil())),
+			jen.Id("t").Op(":=").Op("&").Id(t.name).Values(),
+			jen.For(jen.List(jen.Id("k"), jen.Id("x")).Op(":=").Range().Id("o")).Block(jen.Switch(jen.Id("k")).Block(cases...)),
+			jen.Return(jen.Id("t")),
+		)
+	}
 	return f
 }

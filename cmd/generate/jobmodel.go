@@ -40,9 +40,15 @@ type typeDef struct {
 type fieldDef struct {
 	name, json string
 	typ        func() *jen.Statement
+	conv       convFunc // the expression turning a decoded JSON value into typ
 	required   bool
 	doc        string
 }
+
+// convFunc returns the expression that turns the JSON value v (as
+// encoding/json decodes it into an any, with UseNumber) into a field's Go
+// type, with the schemafast.Decoder d.
+type convFunc func(d, v jen.Code) jen.Code
 
 // reservedRule is an x-reserved<Things> annotation on a property of the clear
 // shape: names that property's object may not have.
@@ -354,8 +360,12 @@ func (m *jobModel) named(title string, s *node) (*typeDef, error) {
 		if err != nil {
 			return nil, err
 		}
+		conv, err := m.goConv(p, true)
+		if err != nil {
+			return nil, err
+		}
 		desc, _ := m.kwStr(p, "description")
-		t.fields = append(t.fields, fieldDef{name: fname, json: pname, typ: typ, required: required[pname], doc: docFor(fname, desc)})
+		t.fields = append(t.fields, fieldDef{name: fname, json: pname, typ: typ, conv: conv, required: required[pname], doc: docFor(fname, desc)})
 	}
 	return t, nil
 }
@@ -444,4 +454,103 @@ func (m *jobModel) goType(s *node, field bool) (func() *jen.Statement, error) {
 		}
 	}
 	return jen.Any, nil
+}
+
+// goConv is goType's twin: the conversion of a decoded JSON value into the
+// Go type goType gives the schema s, for DecodeValue.
+func (m *jobModel) goConv(s *node, field bool) (convFunc, error) {
+	call := func(method string) convFunc {
+		return func(d, v jen.Code) jen.Code { return jen.Add(d).Dot(method).Call(v) }
+	}
+	if _, err := m.resolve(s); err != nil {
+		return nil, err
+	}
+	if c := m.kw(s, "const"); c != nil {
+		switch c.kind {
+		case 'n':
+			if _, err := c.num.Int64(); err == nil {
+				return call("Int"), nil
+			}
+			return call("Float"), nil
+		case 's':
+			return call("String"), nil
+		case 'b':
+			return call("Bool"), nil
+		}
+		return func(d, v jen.Code) jen.Code { return v }, nil
+	}
+	typ, _ := m.kwStr(s, "type")
+	if title, ok := m.kwStr(s, "title"); ok && (typ == "object" || m.kw(s, "enum") != nil) {
+		t, err := m.named(title, m.owner(s, "title"))
+		if err != nil {
+			return nil, err
+		}
+		if t.enum {
+			return func(d, v jen.Code) jen.Code { return jen.Id(t.name).Call(jen.Add(d).Dot("String").Call(v)) }, nil
+		}
+		return func(d, v jen.Code) jen.Code {
+			e := jen.Id("decode"+t.name).Call(d, jen.Add(d).Dot("Object").Call(v))
+			if field {
+				return e
+			}
+			return jen.Op("*").Add(e)
+		}, nil
+	}
+	switch typ {
+	case "string":
+		if ce, _ := m.kwStr(s, "contentEncoding"); ce == "base64" {
+			return call("Bytes"), nil
+		}
+		if f, _ := m.kwStr(s, "format"); f == "date-time" {
+			if field {
+				return call("Time"), nil
+			}
+			return func(d, v jen.Code) jen.Code { return jen.Op("*").Add(d).Dot("Time").Call(v) }, nil
+		}
+		return call("String"), nil
+	case "integer":
+		return call("Int"), nil
+	case "number":
+		return call("Float"), nil
+	case "boolean":
+		return call("Bool"), nil
+	case "array":
+		items := m.kw(s, "items")
+		if items == nil || items.kind != 'o' {
+			return call("Array"), nil
+		}
+		if it, _ := m.kwStr(items, "type"); it == "string" && m.kw(items, "format") == nil && m.kw(items, "contentEncoding") == nil {
+			return call("Strings"), nil
+		}
+		elemType, err := m.goType(items, false)
+		if err != nil {
+			return nil, err
+		}
+		elem, err := m.goConv(items, false)
+		if err != nil {
+			return nil, err
+		}
+		return func(d, v jen.Code) jen.Code {
+			return jen.Func().Params().Index().Add(elemType()).Block(
+				jen.Id("a").Op(":=").Add(d).Dot("Array").Call(v),
+				jen.If(jen.Id("a").Op("==").Nil()).Block(jen.Return(jen.Nil())),
+				jen.Id("out").Op(":=").Make(jen.Index().Add(elemType()), jen.Len(jen.Id("a"))),
+				jen.For(jen.List(jen.Id("i"), jen.Id("x")).Op(":=").Range().Id("a")).Block(
+					jen.Id("out").Index(jen.Id("i")).Op("=").Add(elem(d, jen.Id("x"))),
+				),
+				jen.Return(jen.Id("out")),
+			).Call()
+		}, nil
+	case "object":
+		if ap := m.kw(s, "additionalProperties"); ap != nil && ap.kind == 'o' {
+			if at, _ := m.kwStr(ap, "type"); at == "string" && m.kw(ap, "format") == nil && m.kw(ap, "contentEncoding") == nil {
+				return call("StringMap"), nil
+			}
+			if _, typed := m.kwStr(ap, "type"); typed || ap.get("$ref") != nil {
+				return nil, fmt.Errorf("%s: DecodeValue knows maps of strings only", displayPtr(s.ptr))
+			}
+		}
+		return call("Object"), nil
+	}
+	return func(d, v jen.Code) jen.Code { return v }, nil
 }

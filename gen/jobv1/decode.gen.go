@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	schemafast "github.com/alexify/mailer/internal/schemafast"
 )
 
 // Decode decodes data, the JSON of one job, into a Sealed when it has "enc"
@@ -44,4 +45,241 @@ func Decode(data []byte) (*Job, *Sealed, error) {
 		return nil, nil, err
 	}
 	return &j, nil, nil
+}
+
+// DecodeValue decodes v, the JSON object of one job as encoding/json decodes
+// it with UseNumber (the value ValidateValue took), as Decode decodes the
+// object's JSON, without encoding and decoding it again: into a Sealed when it
+// has "enc", else into a Job. It does not validate, and it keeps v's maps (a
+// job's context) without copying them.
+func DecodeValue(v map[string]any) (*Job, *Sealed, error) {
+	d := &schemafast.Decoder{}
+	if _, ok := v["enc"]; ok {
+		s := decodeSealed(d, v)
+		if err := d.Err(); err != nil {
+			return nil, nil, fmt.Errorf("jobv1: decoding a job: %w", err)
+		}
+		return nil, s, nil
+	}
+	j := decodeJob(d, v)
+	if err := d.Err(); err != nil {
+		return nil, nil, fmt.Errorf("jobv1: decoding a job: %w", err)
+	}
+	return j, nil, nil
+}
+
+// decodeJob decodes a Job from its JSON object; nil for a nil object.
+func decodeJob(d *schemafast.Decoder, o map[string]any) *Job {
+	if o == nil {
+		return nil
+	}
+	t := &Job{}
+	for k, x := range o {
+		switch k {
+		case "v":
+			t.V = d.Int(x)
+		case "kind":
+			t.Kind = Kind(d.String(x))
+		case "template":
+			t.Template = d.String(x)
+		case "context":
+			t.Context = d.Object(x)
+		case "locale":
+			t.Locale = d.String(x)
+		case "subject":
+			t.Subject = d.String(x)
+		case "content":
+			t.Content = decodeContent(d, d.Object(x))
+		case "from":
+			t.From = d.String(x)
+		case "to":
+			t.To = func() []string {
+				a := d.Array(x)
+				if a == nil {
+					return nil
+				}
+				out := make([]string, len(a))
+				for i, x := range a {
+					out[i] = d.String(x)
+				}
+				return out
+			}()
+		case "cc":
+			t.Cc = func() []string {
+				a := d.Array(x)
+				if a == nil {
+					return nil
+				}
+				out := make([]string, len(a))
+				for i, x := range a {
+					out[i] = d.String(x)
+				}
+				return out
+			}()
+		case "bcc":
+			t.Bcc = func() []string {
+				a := d.Array(x)
+				if a == nil {
+					return nil
+				}
+				out := make([]string, len(a))
+				for i, x := range a {
+					out[i] = d.String(x)
+				}
+				return out
+			}()
+		case "replyTo":
+			t.ReplyTo = func() []string {
+				a := d.Array(x)
+				if a == nil {
+					return nil
+				}
+				out := make([]string, len(a))
+				for i, x := range a {
+					out[i] = d.String(x)
+				}
+				return out
+			}()
+		case "headers":
+			t.Headers = d.StringMap(x)
+		case "attachments":
+			t.Attachments = func() []Attachment {
+				a := d.Array(x)
+				if a == nil {
+					return nil
+				}
+				out := make([]Attachment, len(a))
+				for i, x := range a {
+					out[i] = *decodeAttachment(d, d.Object(x))
+				}
+				return out
+			}()
+		case "messageId":
+			t.MessageID = d.String(x)
+		case "idempotencyKey":
+			t.IdempotencyKey = d.String(x)
+		case "scheduledAt":
+			t.ScheduledAt = d.Time(x)
+		case "expiresAt":
+			t.ExpiresAt = d.Time(x)
+		case "tenantId":
+			t.TenantID = d.String(x)
+		case "correlationId":
+			t.CorrelationID = d.String(x)
+		case "maxAttempts":
+			t.MaxAttempts = d.Int(x)
+		case "priority":
+			t.Priority = Priority(d.String(x))
+		case "hash":
+			t.Hash = d.String(x)
+		case "kid":
+			t.KID = d.String(x)
+		case "mac":
+			t.MAC = d.String(x)
+		case "enqueuedAt":
+			t.EnqueuedAt = d.Time(x)
+		case "trace":
+			t.Trace = decodeTrace(d, d.Object(x))
+		default:
+			d.Unknown(k)
+		}
+	}
+	return t
+}
+
+// decodeContent decodes a Content from its JSON object; nil for a nil object.
+func decodeContent(d *schemafast.Decoder, o map[string]any) *Content {
+	if o == nil {
+		return nil
+	}
+	t := &Content{}
+	for k, x := range o {
+		switch k {
+		case "html":
+			t.HTML = d.String(x)
+		case "text":
+			t.Text = d.String(x)
+		default:
+			d.Unknown(k)
+		}
+	}
+	return t
+}
+
+// decodeAttachment decodes a Attachment from its JSON object; nil for a nil
+// object.
+func decodeAttachment(d *schemafast.Decoder, o map[string]any) *Attachment {
+	if o == nil {
+		return nil
+	}
+	t := &Attachment{}
+	for k, x := range o {
+		switch k {
+		case "filename":
+			t.Filename = d.String(x)
+		case "contentType":
+			t.ContentType = d.String(x)
+		case "content":
+			t.Content = d.Bytes(x)
+		case "ref":
+			t.Ref = d.String(x)
+		case "contentId":
+			t.ContentID = d.String(x)
+		case "disposition":
+			t.Disposition = Disposition(d.String(x))
+		default:
+			d.Unknown(k)
+		}
+	}
+	return t
+}
+
+// decodeTrace decodes a Trace from its JSON object; nil for a nil object.
+func decodeTrace(d *schemafast.Decoder, o map[string]any) *Trace {
+	if o == nil {
+		return nil
+	}
+	t := &Trace{}
+	for k, x := range o {
+		switch k {
+		case "traceparent":
+			t.Traceparent = d.String(x)
+		case "tracestate":
+			t.Tracestate = d.String(x)
+		default:
+			d.Unknown(k)
+		}
+	}
+	return t
+}
+
+// decodeSealed decodes a Sealed from its JSON object; nil for a nil object.
+func decodeSealed(d *schemafast.Decoder, o map[string]any) *Sealed {
+	if o == nil {
+		return nil
+	}
+	t := &Sealed{}
+	for k, x := range o {
+		switch k {
+		case "v":
+			t.V = d.Int(x)
+		case "hash":
+			t.Hash = d.String(x)
+		case "enqueuedAt":
+			t.EnqueuedAt = d.Time(x)
+		case "correlationId":
+			t.CorrelationID = d.String(x)
+		case "kid":
+			t.KID = d.String(x)
+		case "mac":
+			t.MAC = d.String(x)
+		case "trace":
+			t.Trace = decodeTrace(d, d.Object(x))
+		case "enc":
+			t.Enc = d.String(x)
+		default:
+			d.Unknown(k)
+		}
+	}
+	return t
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // fastAgrees fails the test when the fast path says valid of a value the
@@ -93,4 +95,62 @@ func TestMailboxRefusesInvisibleCharacters(t *testing.T) {
 	if err := validateMailbox("Zoë <zoe@bücher.example>"); err != nil {
 		t.Errorf("an IDN mailbox: %v", err)
 	}
+}
+
+// decodeBoth decodes data with Decode and with DecodeValue and fails the
+// test when they differ.
+func decodeBoth(t testing.TB, data []byte) {
+	t.Helper()
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	j1, s1, err1 := Decode(data)
+	j2, s2, err2 := DecodeValue(obj)
+	if (err1 == nil) != (err2 == nil) {
+		// DecodeValue is for validated values: only compare on those.
+		if ValidateValue(v) == nil {
+			t.Fatalf("Decode error %v, DecodeValue error %v, on a valid job:\n%s", err1, err2, data)
+		}
+		return
+	}
+	if err1 != nil {
+		return
+	}
+	if diff := cmp.Diff(j1, j2); diff != "" {
+		t.Fatalf("Decode and DecodeValue differ (-Decode +DecodeValue):\n%s\n%s", diff, data)
+	}
+	if diff := cmp.Diff(s1, s2); diff != "" {
+		t.Fatalf("Decode and DecodeValue differ on a sealed job (-Decode +DecodeValue):\n%s", diff)
+	}
+}
+
+func TestDecodeValueIsDecode(t *testing.T) {
+	valid, invalid := vectorJobs(t)
+	for _, job := range append(append(valid, invalid...), []byte(validTemplate), []byte(validContent), []byte(validSealed)) {
+		decodeBoth(t, job)
+	}
+}
+
+// FuzzDecodeValue checks on any valid input that DecodeValue decodes as
+// Decode does. Run it with: go test ./gen/jobv1 -run '^$' -fuzz FuzzDecodeValue
+func FuzzDecodeValue(f *testing.F) {
+	valid, _ := vectorJobs(f)
+	for _, j := range valid {
+		f.Add(j)
+	}
+	f.Add([]byte(validTemplate))
+	f.Add([]byte(validSealed))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if Validate(data) != nil {
+			return
+		}
+		decodeBoth(t, data)
+	})
 }

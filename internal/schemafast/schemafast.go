@@ -13,6 +13,7 @@ package schemafast
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"math"
 	"regexp"
 	"strconv"
@@ -173,4 +174,156 @@ func Repeat(s string, c *Class, min, max int) bool {
 		}
 	}
 	return n >= min
+}
+
+// Decoder turns the values of a JSON object, as encoding/json decodes them
+// with UseNumber, into the Go values of the generated types (DecodeValue),
+// the way encoding/json would decode the object's JSON into them. Each
+// method returns the zero value on a value of the wrong kind and records
+// the first such error.
+type Decoder struct {
+	err error
+}
+
+// Err returns the first error met.
+func (d *Decoder) Err() error { return d.err }
+
+func (d *Decoder) fail(what string, v any) {
+	if d.err == nil {
+		d.err = fmt.Errorf("a %T where a %s belongs", v, what)
+	}
+}
+
+// Unknown records a property the Go type does not have (as
+// json.Decoder.DisallowUnknownFields refuses it).
+func (d *Decoder) Unknown(name string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("unknown property %q", name)
+	}
+}
+
+// String returns v as a string.
+func (d *Decoder) String(v any) string {
+	s, ok := v.(string)
+	if !ok {
+		d.fail("string", v)
+	}
+	return s
+}
+
+// Bool returns v as a bool.
+func (d *Decoder) Bool(v any) bool {
+	b, ok := v.(bool)
+	if !ok {
+		d.fail("boolean", v)
+	}
+	return b
+}
+
+// Int returns v as an int: a JSON number written as an integer.
+func (d *Decoder) Int(v any) int {
+	switch n := v.(type) {
+	case json.Number:
+		i, err := strconv.ParseInt(string(n), 10, 64)
+		if err != nil || int64(int(i)) != i {
+			d.fail("integer", v)
+		}
+		return int(i)
+	case float64:
+		if n != math.Trunc(n) || math.Abs(n) > math.MaxInt32 {
+			d.fail("integer", v)
+		}
+		return int(n)
+	}
+	d.fail("integer", v)
+	return 0
+}
+
+// Float returns v as a float64.
+func (d *Decoder) Float(v any) float64 {
+	switch n := v.(type) {
+	case json.Number:
+		f, err := strconv.ParseFloat(string(n), 64)
+		if err != nil {
+			d.fail("number", v)
+		}
+		return f
+	case float64:
+		return n
+	}
+	d.fail("number", v)
+	return 0
+}
+
+// Bytes returns v, standard base64 with padding, decoded.
+func (d *Decoder) Bytes(v any) []byte {
+	s, ok := v.(string)
+	if !ok {
+		d.fail("base64 string", v)
+		return nil
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil && d.err == nil {
+		d.err = fmt.Errorf("a string that is not base64: %w", err)
+	}
+	return b
+}
+
+// Time returns v, an RFC 3339 date-time, parsed as time.Time's UnmarshalJSON
+// parses it.
+func (d *Decoder) Time(v any) *time.Time {
+	s, ok := v.(string)
+	if !ok {
+		d.fail("date-time string", v)
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil && d.err == nil {
+		d.err = fmt.Errorf("a string that is not an RFC 3339 date-time: %w", err)
+	}
+	return &t
+}
+
+// Object returns v as an object.
+func (d *Decoder) Object(v any) map[string]any {
+	o, ok := v.(map[string]any)
+	if !ok {
+		d.fail("object", v)
+	}
+	return o
+}
+
+// Array returns v as an array.
+func (d *Decoder) Array(v any) []any {
+	a, ok := v.([]any)
+	if !ok {
+		d.fail("array", v)
+	}
+	return a
+}
+
+// Strings returns v, an array of strings.
+func (d *Decoder) Strings(v any) []string {
+	a := d.Array(v)
+	if a == nil {
+		return nil
+	}
+	out := make([]string, len(a))
+	for i, x := range a {
+		out[i] = d.String(x)
+	}
+	return out
+}
+
+// StringMap returns v, an object of strings.
+func (d *Decoder) StringMap(v any) map[string]string {
+	o := d.Object(v)
+	if o == nil {
+		return nil
+	}
+	out := make(map[string]string, len(o))
+	for k, x := range o {
+		out[k] = d.String(x)
+	}
+	return out
 }

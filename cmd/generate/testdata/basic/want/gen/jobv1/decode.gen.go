@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	schemafast "github.com/alexify/mailer/internal/schemafast"
+	"time"
 )
 
 // Decode decodes data, the JSON of one job, into a Sealed when it has "enc"
@@ -44,4 +46,157 @@ func Decode(data []byte) (*Note, *Sealed, error) {
 		return nil, nil, err
 	}
 	return &j, nil, nil
+}
+
+// DecodeValue decodes v, the JSON object of one job as encoding/json decodes
+// it with UseNumber (the value ValidateValue took), as Decode decodes the
+// object's JSON, without encoding and decoding it again: into a Sealed when it
+// has "enc", else into a Note. It does not validate, and it keeps v's maps (a
+// job's context) without copying them.
+func DecodeValue(v map[string]any) (*Note, *Sealed, error) {
+	d := &schemafast.Decoder{}
+	if _, ok := v["enc"]; ok {
+		s := decodeSealed(d, v)
+		if err := d.Err(); err != nil {
+			return nil, nil, fmt.Errorf("jobv1: decoding a job: %w", err)
+		}
+		return nil, s, nil
+	}
+	j := decodeNote(d, v)
+	if err := d.Err(); err != nil {
+		return nil, nil, fmt.Errorf("jobv1: decoding a job: %w", err)
+	}
+	return j, nil, nil
+}
+
+// decodeNote decodes a Note from its JSON object; nil for a nil object.
+func decodeNote(d *schemafast.Decoder, o map[string]any) *Note {
+	if o == nil {
+		return nil
+	}
+	t := &Note{}
+	for k, x := range o {
+		switch k {
+		case "v":
+			t.V = d.Int(x)
+		case "kind":
+			t.Kind = Mood(d.String(x))
+		case "to":
+			t.To = func() []string {
+				a := d.Array(x)
+				if a == nil {
+					return nil
+				}
+				out := make([]string, len(a))
+				for i, x := range a {
+					out[i] = d.String(x)
+				}
+				return out
+			}()
+		case "userId":
+			t.UserID = d.String(x)
+		case "sentAt":
+			t.SentAt = d.Time(x)
+		case "blob":
+			t.Blob = d.Bytes(x)
+		case "labels":
+			t.Labels = d.StringMap(x)
+		case "extra":
+			t.Extra = d.Object(x)
+		case "count":
+			t.Count = d.Int(x)
+		case "ratio":
+			t.Ratio = d.Float(x)
+		case "urgent":
+			t.Urgent = d.Bool(x)
+		case "parts":
+			t.Parts = func() []Part {
+				a := d.Array(x)
+				if a == nil {
+					return nil
+				}
+				out := make([]Part, len(a))
+				for i, x := range a {
+					out[i] = *decodePart(d, d.Object(x))
+				}
+				return out
+			}()
+		case "times":
+			t.Times = func() []time.Time {
+				a := d.Array(x)
+				if a == nil {
+					return nil
+				}
+				out := make([]time.Time, len(a))
+				for i, x := range a {
+					out[i] = *d.Time(x)
+				}
+				return out
+			}()
+		case "meta":
+			t.Meta = decodeMeta(d, d.Object(x))
+		default:
+			d.Unknown(k)
+		}
+	}
+	return t
+}
+
+// decodePart decodes a Part from its JSON object; nil for a nil object.
+func decodePart(d *schemafast.Decoder, o map[string]any) *Part {
+	if o == nil {
+		return nil
+	}
+	t := &Part{}
+	for k, x := range o {
+		switch k {
+		case "ref":
+			t.Ref = d.String(x)
+		case "data":
+			t.Data = d.Bytes(x)
+		default:
+			d.Unknown(k)
+		}
+	}
+	return t
+}
+
+// decodeMeta decodes a Meta from its JSON object; nil for a nil object.
+func decodeMeta(d *schemafast.Decoder, o map[string]any) *Meta {
+	if o == nil {
+		return nil
+	}
+	t := &Meta{}
+	for k, x := range o {
+		switch k {
+		case "htmlUrl":
+			t.HTMLURL = d.String(x)
+		case "apiKid":
+			t.APIKID = d.String(x)
+		default:
+			d.Unknown(k)
+		}
+	}
+	return t
+}
+
+// decodeSealed decodes a Sealed from its JSON object; nil for a nil object.
+func decodeSealed(d *schemafast.Decoder, o map[string]any) *Sealed {
+	if o == nil {
+		return nil
+	}
+	t := &Sealed{}
+	for k, x := range o {
+		switch k {
+		case "v":
+			t.V = d.Int(x)
+		case "meta":
+			t.Meta = decodeMeta(d, d.Object(x))
+		case "enc":
+			t.Enc = d.String(x)
+		default:
+			d.Unknown(k)
+		}
+	}
+	return t
 }
