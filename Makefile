@@ -41,6 +41,7 @@ FUZZTIME ?= 20s
 fuzz:
 	$(GO) test ./gen/jobv1 -run '^$$' -fuzz '^FuzzValidate$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./gen/jobv1 -run '^$$' -fuzz '^FuzzFastPath$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./gen/jobv1 -run '^$$' -fuzz '^FuzzDecodeValue$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/generate -run '^$$' -fuzz '^FuzzClassOf$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./mailqueue -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) -parallel 1
 	$(GO) test ./mailqueue -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME)

@@ -110,7 +110,7 @@ var (
 // checkContext refuses a context that does not round-trip through JSON
 // unchanged (docs/spec/queue.md, "What a job holds"): a value with a JSON
 // encoding of its own (time.Time, a type with MarshalJSON or MarshalText), a
-// NaN or an infinity, an integer beyond 2^53, a channel, a function, a
+// NaN or an infinity, an integer beyond 2^53-1, a channel, a function, a
 // complex number, a map with keys that are not strings, or a cycle. It
 // returns one FieldError per bad value, with its path from "context".
 func checkContext(ctx map[string]any) []FieldError {
@@ -184,11 +184,11 @@ func (c *contextChecker) walk(v reflect.Value, ptr string) {
 		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		if n := v.Int(); n > maxSafeInteger || n < -maxSafeInteger {
-			c.fail(ptr, "is an integer beyond 2^53, which JSON numbers do not keep exactly (pass a string)")
+			c.fail(ptr, "is an integer beyond 2^53-1 (Number.MAX_SAFE_INTEGER), which JSON numbers do not keep exactly everywhere (pass a string)")
 		}
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		if v.Uint() > maxSafeInteger {
-			c.fail(ptr, "is an integer beyond 2^53, which JSON numbers do not keep exactly (pass a string)")
+			c.fail(ptr, "is an integer beyond 2^53-1 (Number.MAX_SAFE_INTEGER), which JSON numbers do not keep exactly everywhere (pass a string)")
 		}
 	case reflect.Float32, reflect.Float64:
 		if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {

@@ -194,9 +194,10 @@ func (w *Worker) Start() error {
 // (30 seconds when ctx has no deadline), then aborts them: a job not yet
 // sent is given back, its attempt not spent.
 //
-// The polling driver then waits as long again for the aborted runs to
-// settle, so Close may take up to twice the timeout; a run still going then
-// is logged (queue.close_abandoned) and Close returns an error. Close may be
+// The polling driver then waits as long again (at least a second) for the
+// aborted runs to settle, so Close may take the timeout plus that; a run
+// still going then is logged (queue.close_abandoned) and Close returns an
+// error. Close may be
 // called more than once; a closed worker does not start again.
 func (w *Worker) Close(ctx context.Context) error {
 	w.mu.Lock()
