@@ -83,6 +83,19 @@ func (l *logRecorder) checkNoAddressAboveDebug(t *testing.T) {
 	}
 }
 
+// checkLevels fails the test if a record whose message is a code of
+// schema/codes.yaml is not at that code's level.
+func (l *logRecorder) checkLevels(t *testing.T) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.records {
+		if info, ok := codes.Lookup(codes.Code(r.Msg)); ok && info.Level != r.Level {
+			t.Errorf("%s logged at %v, codes.yaml says %v", r.Msg, r.Level, info.Level)
+		}
+	}
+}
+
 // harness is a queue over a memory queue with a fake clock, a memory
 // transport, a memory audit sink and a recording logger.
 type harness struct {
@@ -121,6 +134,7 @@ func newHarness(t *testing.T, wcfg mailqueue.WorkerConfig, opts memory.Options) 
 	t.Cleanup(func() {
 		_ = w.Close(context.Background())
 		h.logs.checkNoAddressAboveDebug(t)
+		h.logs.checkLevels(t)
 	})
 	return h
 }

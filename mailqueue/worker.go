@@ -410,13 +410,9 @@ func (w *Worker) settle(ctx context.Context, r *run, receipt mail.Receipt, err e
 	}
 	switch receipt.Category {
 	case mail.Accepted:
-		if n := len(receipt.Refused); n > 0 {
-			// Partial refusal: the accepted recipients got the message (the
-			// transport's documented rule); say how many did not, never who.
-			w.log.Warn(string(codes.QueueJobCompleted), "job_id", r.lease.ID, "attempt", r.lease.Attempt, "code", receipt.Code, "refused_recipients", n)
-		} else {
-			w.log.Info(string(codes.QueueJobCompleted), "job_id", r.lease.ID, "attempt", r.lease.Attempt, "code", receipt.Code)
-		}
+		// A partial refusal: the accepted recipients got the message (the
+		// transport's documented rule); say how many did not, never who.
+		w.log.Info(string(codes.QueueJobCompleted), "job_id", r.lease.ID, "attempt", r.lease.Attempt, "code", receipt.Code, "refused_recipients", len(receipt.Refused))
 		w.audit(ctx, r, AuditAccepted, "", "")
 		return Outcome{Action: Ack}
 	case mail.DeliveryUnknown:
