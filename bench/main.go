@@ -3,14 +3,19 @@
 // server in one run, and prints each figure and the ratio (BENCHMARKS.md,
 // "Redis driver vs asynq").
 //
-//	cd bench && go run . -redis 127.0.0.1:6379 -db 15
+//	cd bench && go run . -redis 127.0.0.1:6379 -db 15 -rounds 3
 //
 // The workloads: enqueue throughput (one at a time from 1 and from 8
 // goroutines, and batched), end-to-end throughput of content jobs through
 // a null transport at concurrency 10 and 50 (the kit's one handler,
 // mailqueue.Worker.Handle, runs on both), and enqueue-to-start latency on
 // an idle queue. It works in its own Redis database (-db) under a prefix
-// of its own, and deletes every key it made; it never flushes.
+// of its own, and deletes every key it made; it never flushes. With
+// -rounds n each workload runs n times, the driver and asynq in turn, and
+// the medians are printed (steadier on a busy machine). After the table,
+// the CPU each workload took and the server's time in scripts (INFO
+// commandstats), and the server's time in each hot script of the driver
+// alone.
 //
 // This is a module of its own, so that the kit never depends on its peers.
 package main
@@ -52,6 +57,7 @@ var (
 	asynqSamps = flag.Int("asynq-latency-samples", 30, "latency samples of asynq (each waits its idle poll, up to 1.5 s)")
 	only       = flag.String("only", "", "run only the workloads whose name holds this")
 	cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of the bench process to this file")
+	rounds     = flag.Int("rounds", 1, "run each workload this many times, the driver and asynq in turn, and print the medians: steadier on a busy machine")
 )
 
 func main() {
@@ -103,13 +109,28 @@ func main() {
 		if *only != "" && !strings.Contains(w.name, *only) {
 			continue
 		}
-		o, oc := measure(b.c, w.ours)
+		var os, as []float64
+		var oc, ac cpuUse
+		n := max(*rounds, 1)
+		if w.lowerWins {
+			n = 1 // the latency samples are taken once, then read again
+		}
+		for range n {
+			o, c := measure(b.c, w.ours)
+			os, oc = append(os, o), oc.add(c)
+			if w.thr != nil {
+				a, c := measure(b.c, w.thr)
+				as, ac = append(as, a), ac.add(c)
+			}
+		}
+		o, a := median(os), median(as)
+		oc, ac = oc.div(len(os)), ac.div(len(os))
 		if w.thr == nil {
 			fmt.Printf("%-44s %9.0f %-4s %14s %8s\n", w.name, o, w.unit, "n/a (no batch API)", "")
+			defer fmt.Printf("  %-42s CPU s: mailer redis %s\n", w.name, oc)
 			continue
 		}
-		a, ac := measure(b.c, w.thr)
-		defer fmt.Printf("  %-42s CPU s: mailer redis %s; asynq %s\n", w.name, oc, ac)
+		defer fmt.Printf("  %-42s CPU s: mailer redis %s\n  %-42s        asynq %s\n", w.name, oc, "", ac)
 		ratio := o / a
 		if w.lowerWins {
 			ratio = a / o
@@ -119,7 +140,55 @@ func main() {
 		fmt.Printf("%-44s %9.0f %-4s %9.0f %-4s %7.2fx\n", w.name, o, w.unit, a, w.unit, ratio)
 	}
 	fmt.Println("\nratio: how many times better the Redis driver is (throughput ours/asynq; latency asynq/ours)")
-	fmt.Println("CPU seconds each run took, of the bench process (Go: producer, worker, handler) and of the Redis server:")
+	if *rounds > 1 {
+		fmt.Printf("each figure is the median of %d rounds, the driver and asynq in turn; the CPU figures are a round's mean\n", *rounds)
+	}
+	fmt.Println("CPU seconds each run took, of the bench process (Go: producer, worker, handler) and of the Redis server;")
+	fmt.Println("scripts: the server's time in EVALSHA/EVAL (INFO commandstats), calls and µs a call:")
+	if *only == "" || strings.Contains("scripts", *only) {
+		b.scriptStats()
+	}
+}
+
+// scriptStats measures the server's time in each hot script of the
+// driver alone (INFO commandstats before and after): 5 000 enqueues of one
+// job, reserves of one job, acks.
+func (b *bench) scriptStats() {
+	q := b.oursQueue(b.newRound(), 0)
+	defer b.oursDrop(q)
+	src := q.Source()
+	ctx := context.Background()
+	js := b.fresh(b.newRound())[:min(len(b.jobs), 5000)]
+	step := func(name string, f func()) {
+		s0 := scriptTime(b.c)
+		f()
+		d := scriptTime(b.c).sub(s0)
+		fmt.Printf("  script %-12s %s\n", name, d)
+	}
+	step("enqueue", func() {
+		for i := range js {
+			if _, err := src.Enqueue(ctx, js[i:i+1]); err != nil {
+				log.Fatal(err)
+			}
+		}
+	})
+	var leases []*mailqueue.Lease
+	step("reserve", func() {
+		for range js {
+			ls, err := src.Reserve(ctx, mailqueue.ReserveParams{Limit: 1, LeaseDuration: time.Minute})
+			if err != nil || len(ls) != 1 {
+				log.Fatalf("reserve: %d, %v", len(ls), err)
+			}
+			leases = append(leases, ls...)
+		}
+	})
+	step("ack", func() {
+		for _, l := range leases {
+			if ok, err := src.Ack(ctx, mailqueue.AckParams{ID: l.ID, Token: l.Token}); !ok || err != nil {
+				log.Fatalf("ack: %v, %v", ok, err)
+			}
+		}
+	})
 }
 
 type bench struct {
@@ -572,16 +641,85 @@ func (b *bench) cleanup() {
 	}
 }
 
-// cpuUse is the CPU a workload took, of this process and of the server.
-type cpuUse struct{ proc, server float64 }
+// cpuUse is the CPU a workload took, of this process and of the server,
+// and the server's time in scripts.
+type cpuUse struct {
+	proc, server float64
+	scripts      scriptUse
+}
 
-func (c cpuUse) String() string { return fmt.Sprintf("process %.2f, Redis %.2f", c.proc, c.server) }
+func (c cpuUse) String() string {
+	return fmt.Sprintf("process %.2f, Redis %.2f; scripts %s", c.proc, c.server, c.scripts)
+}
+
+func (c cpuUse) add(d cpuUse) cpuUse {
+	return cpuUse{c.proc + d.proc, c.server + d.server, scriptUse{c.scripts.calls + d.scripts.calls, c.scripts.usec + d.scripts.usec}}
+}
+
+func (c cpuUse) div(n int) cpuUse {
+	if n <= 1 {
+		return c
+	}
+	return cpuUse{c.proc / float64(n), c.server / float64(n), scriptUse{c.scripts.calls / int64(n), c.scripts.usec / int64(n)}}
+}
+
+// median returns the median of xs (the mean of the two middle ones for an
+// even count); 0 for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
 
 // measure runs f and returns its figure and the CPU it took.
 func measure(c *goredis.Client, f func() float64) (float64, cpuUse) {
-	p0, s0 := procCPU(), serverCPU(c)
+	p0, s0, t0 := procCPU(), serverCPU(c), scriptTime(c)
 	v := f()
-	return v, cpuUse{procCPU() - p0, serverCPU(c) - s0}
+	return v, cpuUse{procCPU() - p0, serverCPU(c) - s0, scriptTime(c).sub(t0)}
+}
+
+// scriptUse is what INFO commandstats tells of EVALSHA and EVAL (the
+// commands the scripts run inside are counted in them): calls, and µs.
+type scriptUse struct{ calls, usec int64 }
+
+func (u scriptUse) sub(v scriptUse) scriptUse { return scriptUse{u.calls - v.calls, u.usec - v.usec} }
+
+func (u scriptUse) String() string {
+	if u.calls == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%d calls, %.1f s, %.2f µs a call", u.calls, float64(u.usec)/1e6, float64(u.usec)/float64(u.calls))
+}
+
+func scriptTime(c *goredis.Client) scriptUse {
+	var u scriptUse
+	for _, l := range strings.Split(c.Info(context.Background(), "commandstats").Val(), "\n") {
+		l = strings.TrimSpace(l)
+		rest, ok := strings.CutPrefix(l, "cmdstat_evalsha:")
+		if !ok {
+			rest, ok = strings.CutPrefix(l, "cmdstat_eval:")
+		}
+		if !ok {
+			continue
+		}
+		for _, kv := range strings.Split(rest, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "calls":
+				u.calls += n
+			case "usec":
+				u.usec += n
+			}
+		}
+	}
+	return u
 }
 
 func procCPU() float64 {

@@ -1,6 +1,6 @@
 // Package polling is the polling driver: it turns any mailqueue.Source (a
 // store that lends its jobs under leases) into a mailqueue.Driver
-// (spec/queue.md, "The memory queue and the polling driver").
+// (docs/spec/queue.md, "The memory queue and the polling driver").
 //
 // A run holds the lease of its job and extends it every third of
 // LeaseDuration. When the store does not answer the extensions, the run's
@@ -8,6 +8,11 @@
 // lease is still left, so that another worker that takes the job does not
 // send it beside this one. Settles are fenced by the lease token: a settle
 // the store refuses is logged as queue.settle_fenced.
+//
+// Two optional interfaces of a Source make it faster, and change nothing
+// for a source without them: a Notifier wakes idle runners when a job may
+// be due, and a SettleReserver settles a run and leases the next job of
+// its slot in one call.
 package polling
 
 import (
@@ -64,6 +69,36 @@ type Notifier interface {
 	// due. The returned function unregisters it; it may be called more
 	// than once.
 	Notify(wake chan<- struct{}) (stop func())
+}
+
+// SettleReserver is an optional interface of a Source that can settle a
+// run and lease the next jobs in one call to its store (one round trip, as
+// BullMQ's moveToFinished fetches the next job). When the source has it,
+// a run whose outcome carries no pause settles through SettleAndReserve,
+// asking for one lease, and runs the job it gets in the same slot; it
+// settles through the plain methods (Ack, Retry, Fail, Release) while the
+// runner is closing, and when the outcome pauses (the pause must hold
+// before the next reserve). The runner's own loop still reserves for the
+// slots that are free, so a source without it works as before.
+type SettleReserver interface {
+	// SettleAndReserve settles the run of p as Ack, Retry, Fail or Release
+	// would (fenced by p.Token: settled is false with a nil error when the
+	// lease is not the run's any more), then leases up to r.Limit due jobs
+	// as Reserve would (none when r.Limit is 0), never more than r.Limit. A
+	// non-nil error means the store could not be asked: the run's job is
+	// left as it was, and no job is leased that the caller must run (a
+	// lease the store made all the same runs out and is redelivered).
+	SettleAndReserve(ctx context.Context, p SettleParams, r mailqueue.ReserveParams) (settled bool, leases []*mailqueue.Lease, err error)
+}
+
+// SettleParams are the settle of SettleReserver.SettleAndReserve.
+type SettleParams struct {
+	// ID is the job's id; Token the token of the lease that settles it.
+	ID, Token string
+	// Outcome is the handler's: its Action is Ack, Retry, Fail or Release,
+	// with the Delay, State, Code and Reason of that action. Its Pause is
+	// never set: a run whose outcome pauses settles the plain way.
+	Outcome mailqueue.Outcome
 }
 
 // Driver runs a handler on the jobs of a Source.
@@ -207,10 +242,20 @@ func (r *runner) loop() {
 	}
 }
 
-// run runs the handler on one lease, keeps the lease and settles.
+// run runs the handler on one lease, keeps the lease and settles; with a
+// SettleReserver source, it goes on in the same slot with the lease its
+// settle got, until one gets none.
 func (r *runner) run(l *mailqueue.Lease) {
 	defer r.runs.Done()
 	defer func() { <-r.slots }()
+	for l != nil {
+		l = r.runOne(l)
+	}
+}
+
+// runOne runs the handler on one lease, keeps the lease and settles. It
+// returns the lease the settle got for the slot (SettleReserver), or nil.
+func (r *runner) runOne(l *mailqueue.Lease) *mailqueue.Lease {
 	ctx, cancel := context.WithCancelCause(r.base)
 	defer cancel(nil)
 	stop := make(chan struct{})
@@ -224,9 +269,49 @@ func (r *runner) run(l *mailqueue.Lease) {
 	<-kept
 	if errors.Is(context.Cause(ctx), mailqueue.ErrLeaseLost) {
 		r.d.log.Error(string(codes.QueueLeaseLost), "job_id", l.ID, "attempt", l.Attempt, "dropped", out.Action.String())
-		return
+		return nil
+	}
+	if sr, ok := r.d.src.(SettleReserver); ok && out.Pause == nil && r.reserving() {
+		return r.settleAndReserve(sr, l, out)
 	}
 	r.settle(l, out)
+	return nil
+}
+
+// reserving reports whether the runner may still lease jobs: it is not
+// closing, nor aborted.
+func (r *runner) reserving() bool {
+	select {
+	case <-r.closing:
+		return false
+	default:
+		return r.base.Err() == nil
+	}
+}
+
+// settleAndReserve settles the run through a SettleReserver and returns
+// the lease it got for the slot, or nil.
+func (r *runner) settleAndReserve(sr SettleReserver, l *mailqueue.Lease, out mailqueue.Outcome) *mailqueue.Lease {
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	ok, leases, err := sr.SettleAndReserve(ctx, SettleParams{ID: l.ID, Token: l.Token, Outcome: out},
+		mailqueue.ReserveParams{Limit: 1, LeaseDuration: r.d.opts.LeaseDuration})
+	switch {
+	case err != nil:
+		r.d.log.Error(string(codes.QueueSettleFailed), "job_id", l.ID, "action", out.Action.String(), "err", err)
+		return nil
+	case !ok:
+		r.d.log.Warn(string(codes.QueueSettleFenced), "job_id", l.ID, "action", out.Action.String())
+	}
+	if len(leases) == 0 {
+		return nil
+	}
+	if len(leases) > 1 {
+		// A source that broke its contract: the slot runs one; the others
+		// are redelivered when their leases run out.
+		r.d.log.Error(string(codes.QueueReserveFailed), "err", fmt.Sprintf("SettleAndReserve leased %d jobs for 1 slot", len(leases)))
+	}
+	return leases[0]
 }
 
 // handle calls the handler, recovering a panic.

@@ -93,7 +93,7 @@ func (s *Source) serverNow(ctx context.Context) (time.Time, error) {
 	var err error
 	if cc, ok := s.c.(*goredis.ClusterClient); ok {
 		var c *goredis.Client
-		if c, err = cc.MasterForKey(ctx, s.keys[0]); err == nil {
+		if c, err = cc.MasterForKey(ctx, s.keys[keyMeta]); err == nil {
 			t, err = c.Time(ctx).Result()
 		}
 	} else {
@@ -114,37 +114,42 @@ func (s *Source) Stats(ctx context.Context) (Stats, error) {
 	}
 	ms := now.UnixMilli()
 	pipe := s.c.Pipeline()
-	queued := pipe.ZCard(ctx, s.keys[1])
-	due := pipe.ZCount(ctx, s.keys[1], "-inf", strconv.FormatInt(ms, 10))
-	running := pipe.ZCard(ctx, s.keys[3])
+	queued := scriptQueued.EvalSha(ctx, pipe, s.keys, s.args("count")...)
+	running := pipe.ZCard(ctx, s.keys[keyLeased])
 	since := func(w time.Duration) string { return "(" + strconv.FormatInt(ms-w.Milliseconds(), 10) }
-	acc := pipe.ZCount(ctx, s.keys[5], since(s.opts.DedupeWindow), "+inf")
-	failed := pipe.ZCount(ctx, s.keys[6], since(s.opts.RetainFailed), "+inf")
-	unknown := pipe.ZCount(ctx, s.keys[7], since(s.opts.RetainFailed), "+inf")
-	pause := pipe.HGet(ctx, s.keys[4], "q")
+	acc := pipe.ZCount(ctx, s.keys[keyDoneAccepted], since(s.opts.DedupeWindow), "+inf")
+	failed := pipe.ZCount(ctx, s.keys[keyDoneFailed], since(s.opts.RetainFailed), "+inf")
+	unknown := pipe.ZCount(ctx, s.keys[keyDoneDeliveryUnknown], since(s.opts.RetainFailed), "+inf")
+	pause := pipe.HGet(ctx, s.keys[keyPause], "q")
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
-		return Stats{}, fmt.Errorf("redis: stats: %w", err)
+		if !goredis.HasErrorPrefix(err, "NOSCRIPT") {
+			return Stats{}, fmt.Errorf("redis: stats: %w", err)
+		}
+		queued = scriptQueued.Run(ctx, s.c, s.keys, s.args("count")...)
+	}
+	q, err := queued.Int64Slice()
+	if err != nil || len(q) != 2 {
+		return Stats{}, fmt.Errorf("redis: stats: queued: %d values, %v", len(q), err)
 	}
 	pu, _ := pause.Int64()
 	return Stats{
-		Queued: queued.Val(), Due: due.Val(), Running: running.Val(),
+		Queued: q[0], Due: q[1], Running: running.Val(),
 		Accepted: acc.Val(), Failed: failed.Val(), DeliveryUnknown: unknown.Val(), Paused: pu > ms,
 	}, nil
 }
 
-// index returns the key of the zset that lists the jobs of a state.
+// index returns the key of the zset that lists the jobs of a state other
+// than queued (queued.lua lists those).
 func (s *Source) index(state State) (string, error) {
 	switch state {
-	case StateQueued:
-		return s.keys[1], nil
 	case StateRunning:
-		return s.keys[3], nil
+		return s.keys[keyLeased], nil
 	case StateAccepted:
-		return s.keys[5], nil
+		return s.keys[keyDoneAccepted], nil
 	case StateFailed:
-		return s.keys[6], nil
+		return s.keys[keyDoneFailed], nil
 	case StateDeliveryUnknown:
-		return s.keys[7], nil
+		return s.keys[keyDoneDeliveryUnknown], nil
 	}
 	return "", fmt.Errorf("redis: unknown state %q", state)
 }
@@ -153,6 +158,16 @@ func (s *Source) index(state State) (string, error) {
 // time, running ones by lease end, finished ones by finish time (the
 // oldest first). A finished job whose retention ran out is left out.
 func (s *Source) Jobs(ctx context.Context, state State, offset, limit int) ([]Job, error) {
+	if state == StateQueued {
+		if limit <= 0 {
+			return nil, nil
+		}
+		ids, err := scriptQueued.Run(ctx, s.c, s.keys, s.args("list", max(offset, 0), limit)...).StringSlice()
+		if err != nil {
+			return nil, fmt.Errorf("redis: jobs: %w", err)
+		}
+		return s.getMany(ctx, ids, state)
+	}
 	key, err := s.index(state)
 	if err != nil {
 		return nil, err
@@ -292,7 +307,7 @@ func (s *Source) Purge(ctx context.Context, p PurgeParams) (int, error) {
 func (s *Source) Obliterate(ctx context.Context) (int, error) {
 	var node goredis.UniversalClient = s.c
 	if cc, ok := s.c.(*goredis.ClusterClient); ok {
-		c, err := cc.MasterForKey(ctx, s.keys[0])
+		c, err := cc.MasterForKey(ctx, s.keys[keyMeta])
 		if err != nil {
 			return 0, fmt.Errorf("redis: obliterate: %w", err)
 		}

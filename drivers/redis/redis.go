@@ -1,7 +1,7 @@
 // Package redis is the Redis driver of the mail queue: a mailqueue.Source on
 // Redis (or Valkey) through github.com/redis/go-redis/v9, run by the polling
 // driver, with the semantics of the spec's BullMQ driver and of the memory
-// queue (spec/queue.md, spec/bullmq.md; DESIGN.md, "Layout").
+// queue (docs/spec/queue.md, docs/spec/bullmq.md; docs/architecture.md, "Layout").
 //
 // Every state change is one Lua script (the embedded scripts/*.lua, each
 // with a header stating its KEYS, ARGV and return values), run atomically
@@ -17,7 +17,6 @@
 //	{P:Q}:meta                    hash: fairness
 //	{P:Q}:job:<id>                hash: hash, v, data, pri, tenant, max, att, redel, enq, runat, mem,
 //	                              state, token, until, code, reason, fin
-//	{P:Q}:queued                  zset: queued job ids by due time
 //	{P:Q}:scheduled               zset: jobs not yet due, by due time
 //	{P:Q}:ready:<p>               zset: due jobs of priority p (0 high, 1 normal, 2 low)
 //	{P:Q}:ready:<p>:t:<tenant>    zset: due jobs of a tenant in a lane shared among tenants
@@ -28,6 +27,18 @@
 //	{P:Q}:done:<state>            zset: finished job ids by finish time (accepted, failed, delivery_unknown)
 //	{P:Q}:wake                    shard channel: the delay until a job is due, for idle workers
 //	P:idem:<key>                  string: an IdempotencyStore entry ("R"+token, or "C"+JSON)
+//
+// A queued job is in exactly one of scheduled, a ready lane (a tenant's,
+// with fairness) or a held zset, scored by when it is due; Stats and Jobs
+// count and list the queued jobs from those (scripts/queued.lua), so no
+// other index costs a write per job.
+//
+// The settles of concurrent runs go together (batch.go): one settle
+// script (scripts/settle.lua) runs a batch's settles, each fenced by its
+// own token, and then leases the next job of each run's slot
+// (SettleAndReserve, the polling driver's optional SettleReserver), so
+// that a busy worker spends one round trip and one script per batch of
+// jobs, not a settle and a reserve per job.
 //
 // Idle workers do not poll for work: each script that makes a job due
 // publishes on the queue's shard channel (SPUBLISH, Redis 7 or later), and
@@ -61,6 +72,17 @@ import (
 	"github.com/alexify/mailer/mailqueue"
 )
 
+// The indexes of Source.keys, the KEYS of every script (scripts/common.lua).
+const (
+	keyMeta = iota
+	keyScheduled
+	keyLeased
+	keyPause
+	keyDoneAccepted
+	keyDoneFailed
+	keyDoneDeliveryUnknown
+)
+
 // The defaults of the spec's Defaults table, and the driver's own.
 const (
 	DefaultPrefix       = "mailer"
@@ -76,7 +98,7 @@ const (
 	enqueueChunk = 64
 )
 
-// RetainData says which finished jobs keep their message (spec/queue.md,
+// RetainData says which finished jobs keep their message (docs/spec/queue.md,
 // "What a job holds"). A job that drops it keeps its id, version and hash,
 // so an enqueue again is still told a duplicate.
 type RetainData string
@@ -92,7 +114,7 @@ const (
 	RetainNoData RetainData = "none"
 )
 
-// Fairness is how a queue shares its workers among tenants (spec/queue.md,
+// Fairness is how a queue shares its workers among tenants (docs/spec/queue.md,
 // "Tenants in turn").
 type Fairness string
 
@@ -206,9 +228,9 @@ type Source struct {
 	c    goredis.UniversalClient
 	opts Options
 	log  *slog.Logger
-	tag  string // "{P:Q}"
-	pfx  string // "{P:Q}:"
-	keys []string
+	tag  string   // "{P:Q}"
+	pfx  string   // "{P:Q}:"
+	keys []string // the KEYS of every script (scripts/common.lua); see the key* indexes
 
 	shift atomic.Int64 // ms added to the server's clock, in tests only
 
@@ -220,9 +242,10 @@ type Source struct {
 }
 
 var (
-	_ mailqueue.Source = (*Source)(nil)
-	_ mailqueue.Pauser = (*Source)(nil)
-	_ polling.Notifier = (*Source)(nil)
+	_ mailqueue.Source       = (*Source)(nil)
+	_ mailqueue.Pauser       = (*Source)(nil)
+	_ polling.Notifier       = (*Source)(nil)
+	_ polling.SettleReserver = (*Source)(nil)
 )
 
 // OpenSource checks the server and returns the Source alone, for a driver
@@ -271,14 +294,14 @@ func OpenSource(ctx context.Context, opts Options) (*Source, error) {
 	tag := "{" + opts.Prefix + ":" + opts.Queue + "}"
 	s := &Source{c: opts.Client, opts: opts, log: opts.Logger, tag: tag, pfx: tag + ":"}
 	s.keys = []string{
-		s.pfx + "meta", s.pfx + "queued", s.pfx + "scheduled", s.pfx + "leased", s.pfx + "pause",
+		s.pfx + "meta", s.pfx + "scheduled", s.pfx + "leased", s.pfx + "pause",
 		s.pfx + "done:accepted", s.pfx + "done:failed", s.pfx + "done:delivery_unknown",
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	s.tokPrefix = hex.EncodeToString(b[:])
 	s.n.src = s
-	s.b = batcher{c: s.c, keys: s.keys}
+	s.b = batcher{src: s}
 	if err := s.checkEviction(ctx); err != nil {
 		return nil, err
 	}
@@ -319,10 +342,10 @@ func (s *Source) checkEviction(ctx context.Context) error {
 // checkFairness records the queue's fairness on first use, and refuses
 // another one after.
 func (s *Source) checkFairness(ctx context.Context) error {
-	if err := s.c.HSetNX(ctx, s.keys[0], "fairness", string(s.opts.Fairness)).Err(); err != nil {
+	if err := s.c.HSetNX(ctx, s.keys[keyMeta], "fairness", string(s.opts.Fairness)).Err(); err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
-	got, err := s.c.HGet(ctx, s.keys[0], "fairness").Result()
+	got, err := s.c.HGet(ctx, s.keys[keyMeta], "fairness").Result()
 	if err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
@@ -506,34 +529,74 @@ func (s *Source) Reserve(ctx context.Context, p mailqueue.ReserveParams) ([]*mai
 	}
 	next, _ := arr[0].(int64)
 	more, _ := arr[1].(int64)
-	until := before.Add(p.LeaseDuration)
-	leases := make([]*mailqueue.Lease, 0, (len(arr)-2)/9)
-	for i := 2; i < len(arr); i += 9 {
-		str := func(k int) string { x, _ := arr[i+k].(string); return x }
-		num := func(k int) int64 { x, _ := arr[i+k].(int64); return x }
-		leases = append(leases, &mailqueue.Lease{
-			ID: str(0), Token: str(1), Data: []byte(str(2)), Attempt: int(num(3)) + 1, MaxAttempts: int(num(4)),
-			Redeliveries: int(num(5)), Priority: priorityOf(num(6)), TenantID: str(7),
-			EnqueuedAt: time.UnixMilli(num(8)), Until: until,
-		})
-	}
+	leases := parseLeases(arr[2:], before.Add(p.LeaseDuration))
+	s.wakeAfter(next, more)
+	return leases, nil
+}
+
+// wakeAfter wakes the local runners as a reserve's answer says: at once
+// when more may be due (more 1), else when the next job may be due (next
+// ms from now; -1 for none).
+func (s *Source) wakeAfter(next, more int64) {
 	switch {
 	case more == 1:
 		s.n.wakeAll()
 	case next >= 0:
 		s.n.wakeIn(time.Duration(next) * time.Millisecond)
 	}
-	return leases, nil
 }
 
-// settle runs a fenced script, batched with the settles of concurrent
-// runs (batch.go); a 0 answer is a lost lease.
-func (s *Source) settle(ctx context.Context, what string, sc *goredis.Script, more ...any) (bool, error) {
-	n, err := s.b.run(ctx, sc, s.args(more...))
-	if err != nil {
-		return false, fmt.Errorf("redis: %s: %w", what, err)
+// settleOp returns the op of a settle (settle.lua) for the outcome of a
+// run, asking for limit leases of lease after it.
+func (s *Source) settleOp(ctx context.Context, id, token string, out mailqueue.Outcome, limit int, lease time.Duration) (*op, error) {
+	o := &op{ctx: ctx, limit: limit, lease: lease.Milliseconds(), before: s.now()}
+	switch out.Action {
+	case mailqueue.Ack:
+		o.what = "ack"
+		o.vals = [6]any{"a", id, token, "", "", ""}
+	case mailqueue.Retry:
+		o.what = "retry"
+		o.vals = [6]any{"r", id, token, out.Delay.Milliseconds(), string(out.Code), out.Reason}
+	case mailqueue.Fail:
+		o.what = "fail"
+		o.vals = [6]any{"f", id, token, string(out.State), string(out.Code), out.Reason}
+	case mailqueue.Release:
+		o.what = "release"
+		o.vals = [6]any{"l", id, token, out.Delay.Milliseconds(), string(out.Code), out.Reason}
+	default:
+		return nil, fmt.Errorf("redis: settle: no action %v", out.Action)
 	}
-	return n == 1, nil
+	return o, nil
+}
+
+// settle runs a settle, batched with those of concurrent runs (batch.go);
+// false is a lost lease.
+func (s *Source) settle(ctx context.Context, id, token string, out mailqueue.Outcome) (bool, error) {
+	o, err := s.settleOp(ctx, id, token, out, 0, 0)
+	if err != nil {
+		return false, err
+	}
+	ok, _, err := s.b.run(o)
+	return ok, err
+}
+
+// SettleAndReserve settles a run and leases up to r.Limit more jobs in the
+// same script (scripts/settle.lua), batched with the settles of concurrent
+// runs: one round trip and one script for both; see
+// polling.SettleReserver. The leases' Until is on the local clock, as
+// Reserve's.
+func (s *Source) SettleAndReserve(ctx context.Context, p polling.SettleParams, r mailqueue.ReserveParams) (bool, []*mailqueue.Lease, error) {
+	if r.Limit < 0 {
+		r.Limit = 0
+	}
+	if r.LeaseDuration <= 0 {
+		r.LeaseDuration = s.opts.LeaseDuration
+	}
+	o, err := s.settleOp(ctx, p.ID, p.Token, p.Outcome, r.Limit, r.LeaseDuration)
+	if err != nil {
+		return false, nil, err
+	}
+	return s.b.run(o)
 }
 
 // Extend moves the end of a lease to now + p.Duration, by the server's
@@ -544,29 +607,30 @@ func (s *Source) Extend(ctx context.Context, p mailqueue.ExtendParams) (bool, er
 	if d <= 0 {
 		d = s.opts.LeaseDuration
 	}
-	return s.settle(ctx, "extend", scriptExtend, p.ID, p.Token, d.Milliseconds())
+	ok, _, err := s.b.run(&op{ctx: ctx, what: "extend", ext: []any{p.ID, p.Token, d.Milliseconds()}})
+	return ok, err
 }
 
 // Ack settles a run as accepted; see mailqueue.Source.
 func (s *Source) Ack(ctx context.Context, p mailqueue.AckParams) (bool, error) {
-	return s.settle(ctx, "ack", scriptAck, p.ID, p.Token)
+	return s.settle(ctx, p.ID, p.Token, mailqueue.Outcome{Action: mailqueue.Ack})
 }
 
 // Retry spends an attempt and makes the job due after p.Delay; see
 // mailqueue.Source.
 func (s *Source) Retry(ctx context.Context, p mailqueue.RetryParams) (bool, error) {
-	return s.settle(ctx, "retry", scriptRetry, p.ID, p.Token, p.Delay.Milliseconds(), string(p.Code), p.Reason)
+	return s.settle(ctx, p.ID, p.Token, mailqueue.Outcome{Action: mailqueue.Retry, Delay: p.Delay, Code: p.Code, Reason: p.Reason})
 }
 
 // Fail settles the job for good in p.State; see mailqueue.Source.
 func (s *Source) Fail(ctx context.Context, p mailqueue.FailParams) (bool, error) {
-	return s.settle(ctx, "fail", scriptFail, p.ID, p.Token, string(p.State), string(p.Code), p.Reason)
+	return s.settle(ctx, p.ID, p.Token, mailqueue.Outcome{Action: mailqueue.Fail, State: p.State, Code: p.Code, Reason: p.Reason})
 }
 
 // Release gives the job back unspent, due after p.Delay; see
 // mailqueue.Source.
 func (s *Source) Release(ctx context.Context, p mailqueue.ReleaseParams) (bool, error) {
-	return s.settle(ctx, "release", scriptRelease, p.ID, p.Token, p.Delay.Milliseconds(), string(p.Code), p.Reason)
+	return s.settle(ctx, p.ID, p.Token, mailqueue.Outcome{Action: mailqueue.Release, Delay: p.Delay, Code: p.Code, Reason: p.Reason})
 }
 
 // Pause pauses the queue, or a tenant's jobs, for p.For by the server's

@@ -3,46 +3,48 @@ package redis
 import (
 	"context"
 	"embed"
+	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
 )
 
 // The scripts live in scripts/*.lua, each with a header stating its KEYS,
 // ARGV and return values; scripts/common.lua (the shared KEYS, ARGV and
-// helpers) is prepended to each.
+// helpers) is prepended to each, and scripts/reserve_lib.lua (the lease
+// helper) to reserve.lua and settle.lua after it.
 //
 //go:embed scripts/*.lua
 var scriptFS embed.FS
 
 var (
 	scriptEnqueue     = newScript("enqueue.lua")
-	scriptReserve     = newScript("reserve.lua")
+	scriptReserve     = newScript("reserve.lua", "reserve_lib.lua")
+	scriptSettle      = newScript("settle.lua", "reserve_lib.lua")
 	scriptExtend      = newScript("extend.lua")
-	scriptAck         = newScript("ack.lua")
-	scriptRetry       = newScript("retry.lua")
-	scriptFail        = newScript("fail.lua")
-	scriptRelease     = newScript("release.lua")
 	scriptPause       = newScript("pause.lua")
 	scriptResume      = newScript("resume.lua")
 	scriptRetryFailed = newScript("retry_failed.lua")
 	scriptPurge       = newScript("purge.lua")
+	scriptQueued      = newScript("queued.lua")
 
 	allScripts = []*goredis.Script{
-		scriptEnqueue, scriptReserve, scriptExtend, scriptAck, scriptRetry, scriptFail, scriptRelease,
-		scriptPause, scriptResume, scriptRetryFailed, scriptPurge,
+		scriptEnqueue, scriptReserve, scriptSettle, scriptExtend, scriptPause, scriptResume, scriptRetryFailed, scriptPurge,
 	}
 )
 
-func newScript(name string) *goredis.Script {
-	common, err := scriptFS.ReadFile("scripts/common.lua")
-	if err != nil {
-		panic(err)
+// newScript returns the script of name, after common.lua and the helpers
+// of libs.
+func newScript(name string, libs ...string) *goredis.Script {
+	var b strings.Builder
+	for _, f := range append(append([]string{"common.lua"}, libs...), name) {
+		body, err := scriptFS.ReadFile("scripts/" + f)
+		if err != nil {
+			panic(err)
+		}
+		b.Write(body)
+		b.WriteString("\n")
 	}
-	body, err := scriptFS.ReadFile("scripts/" + name)
-	if err != nil {
-		panic(err)
-	}
-	return goredis.NewScript(string(common) + "\n" + string(body))
+	return goredis.NewScript(b.String())
 }
 
 // newPlainScript returns a script without common.lua.

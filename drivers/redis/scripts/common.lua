@@ -4,14 +4,13 @@
 --
 -- Every script takes the same KEYS and the same first six ARGV:
 --   KEYS[1] -> {P:Q}:meta                   hash: fairness
---   KEYS[2] -> {P:Q}:queued                 zset: id of every queued job -> when it is due (ms)
---   KEYS[3] -> {P:Q}:scheduled              zset: member of a job not yet due -> when it is due (ms)
---   KEYS[4] -> {P:Q}:leased                 zset: id of every leased job -> when its lease runs out (ms)
---   KEYS[5] -> {P:Q}:pause                  hash: "q" -> the end of the queue's pause (ms),
+--   KEYS[2] -> {P:Q}:scheduled              zset: member of a job not yet due -> when it is due (ms)
+--   KEYS[3] -> {P:Q}:leased                 zset: id of every leased job -> when its lease runs out (ms)
+--   KEYS[4] -> {P:Q}:pause                  hash: "q" -> the end of the queue's pause (ms),
 --                                           "t:<tenant>" -> the end of the tenant's pause (ms)
---   KEYS[6] -> {P:Q}:done:accepted          zset: id -> when it finished (ms)
---   KEYS[7] -> {P:Q}:done:failed            zset: id -> when it finished (ms)
---   KEYS[8] -> {P:Q}:done:delivery_unknown  zset: id -> when it finished (ms)
+--   KEYS[5] -> {P:Q}:done:accepted          zset: id -> when it finished (ms)
+--   KEYS[6] -> {P:Q}:done:failed            zset: id -> when it finished (ms)
+--   KEYS[7] -> {P:Q}:done:delivery_unknown  zset: id -> when it finished (ms)
 --   ARGV[1] -> the key prefix "{P:Q}:"
 --   ARGV[2] -> a shift of the server's clock in ms: 0, but in the driver's own tests
 --   ARGV[3] -> "1" when the queue shares its normal and low lanes among tenants
@@ -27,6 +26,11 @@
 -- tenants, {P:Q}:held:<p>:<tenant> (zset of the due jobs of a paused tenant)
 -- and the shard channel {P:Q}:wake.
 --
+-- A queued job is in exactly one of scheduled (not due yet), a ready lane,
+-- a tenant's lane or a held zset (due), its score there the time it is or
+-- was due (ms): no other index lists the queued jobs (queued.lua counts
+-- and lists them from these).
+--
 -- A member of scheduled, ready, the tenants' lanes and held is the time
 -- the job was queued (the server's clock in microseconds, 16 digits), its
 -- order within the script (4 digits), then its id: jobs due at the same
@@ -40,9 +44,9 @@ local FAIR = ARGV[3] == '1'
 local RETAIN = ARGV[4]
 local DEDUPE = tonumber(ARGV[5])
 local RETAINF = tonumber(ARGV[6])
-local K_META, K_QUEUED, K_SCHED, K_LEASED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local K_PAUSE = KEYS[5]
-local K_DONE = { accepted = KEYS[6], failed = KEYS[7], delivery_unknown = KEYS[8] }
+local K_META, K_SCHED, K_LEASED = KEYS[1], KEYS[2], KEYS[3]
+local K_PAUSE = KEYS[4]
+local K_DONE = { accepted = KEYS[5], failed = KEYS[6], delivery_unknown = KEYS[7] }
 local MEMLEN = 20 -- the length of a member's prefix
 
 local US = 0   -- the server's clock in microseconds, read by now_ms
@@ -95,7 +99,6 @@ local function queue_job(id, jk, pri, tenant, run_at, now, extra)
     for _, v in ipairs(extra) do f[#f + 1] = v end
   end
   redis.call('HSET', jk, unpack(f))
-  redis.call('ZADD', K_QUEUED, run_at, id)
   if run_at > now then
     redis.call('ZADD', K_SCHED, run_at, mem)
     return run_at - now
@@ -111,7 +114,7 @@ local function wake(delay)
   end
 end
 
--- holds_lease is the fence of Extend and of every settle: the job's lease
+-- holds_lease is the fence of Extend: the job's lease
 -- token is token, and its lease is in leased and has not run out. A job
 -- whose hash or lease vanished holds no lease. It returns the attempts the
 -- job spent when the lease holds, else nil.
@@ -121,6 +124,22 @@ local function holds_lease(id, jk, token, now)
   if not f[1] or f[1] ~= token then return nil end
   local u = redis.call('ZSCORE', K_LEASED, id)
   if not u or tonumber(u) <= now then return nil end
+  return tonumber(f[2]) or 0
+end
+
+-- end_lease is the fence of the settles (settle.lua) and ends the lease
+-- when it holds: the job's lease token is token, its lease (the job's
+-- "until") has not run out, and its entry in leased is there, which it
+-- removes. A job whose hash or lease entry vanished holds no lease. It
+-- returns the attempts the job spent when the lease held (its entry now
+-- gone from leased), else nil, nothing changed.
+local function end_lease(id, jk, token, now)
+  if token == '' then return nil end
+  local f = redis.call('HMGET', jk, 'token', 'att', 'until')
+  if not f[1] or f[1] ~= token then return nil end
+  local u = tonumber(f[3])
+  if not u or u <= now then return nil end
+  if redis.call('ZREM', K_LEASED, id) == 0 then return nil end
   return tonumber(f[2]) or 0
 end
 
@@ -141,11 +160,11 @@ local function resume_tenant(tenant)
   return any
 end
 
--- finish settles a leased job for good in state, its attempts now att,
--- applies RetainData, and keeps it for its retention (by time, never by
--- count: the hash expires, and the state's index is trimmed by time).
+-- finish settles a job whose lease ended (end_lease) for good in state, its
+-- attempts now att, applies RetainData, and keeps it for its retention (by
+-- time, never by count: the hash expires, and the state's index is
+-- trimmed by time).
 local function finish(id, jk, att, state, code, reason, now)
-  redis.call('ZREM', K_LEASED, id)
   redis.call('HSET', jk, 'state', state, 'att', att, 'token', '', 'code', code, 'reason', reason, 'fin', now)
   local keep = RETAIN == 'all' or (RETAIN == 'failed' and state ~= 'accepted')
   if keep then
@@ -165,10 +184,9 @@ local function finish(id, jk, att, state, code, reason, now)
   end
 end
 
--- requeue gives a leased job back, due after delay ms, its attempts now
--- att.
+-- requeue gives a job whose lease ended (end_lease) back, due after delay
+-- ms, its attempts now att.
 local function requeue(id, jk, att, code, reason, delay, now)
-  redis.call('ZREM', K_LEASED, id)
   redis.call('HDEL', jk, 'until')
   local f = redis.call('HMGET', jk, 'pri', 'tenant')
   if delay < 0 then delay = 0 end
