@@ -86,4 +86,10 @@ func TestValidate(t *testing.T) {
 	if code := run(context.Background(), []string{"validate", "-"}, strings.NewReader(`{"v":1}`), &out, &out); code != 1 {
 		t.Errorf("validate - of a bad job: exit %d", code)
 	}
+	// A job over the default 256 KiB is told so, as Enqueue would refuse it.
+	big := `{"v":1,"kind":"content","subject":"s","content":{"text":"` + strings.Repeat("x", 300<<10) + `"},"from":"a@example.com","to":["b@example.com"]}`
+	out.Reset()
+	if code := run(context.Background(), []string{"validate", "-"}, strings.NewReader(big), &out, &out); code != 1 || !strings.Contains(out.String(), "[maxJobBytes]") {
+		t.Errorf("validate of a 300 KiB job: exit %d\n%s", code, out.String())
+	}
 }

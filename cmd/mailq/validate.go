@@ -9,6 +9,7 @@ import (
 
 	"github.com/alexify/mailer/gen/codes"
 	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/mailqueue"
 )
 
 // validate checks each file against the job schema and prints every error
@@ -20,31 +21,33 @@ func validate(files []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	status := 0
 	for _, name := range files {
-		var data []byte
-		var err error
-		if name == "-" {
-			data, err = io.ReadAll(stdin)
-		} else {
-			data, err = os.ReadFile(name)
-		}
+		data, err := readJob(name, stdin)
 		if err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", name, err)
 			status = 1
 			continue
 		}
+		var fields []jobv1.FieldError
+		if len(data) > mailqueue.DefaultMaxJobBytes {
+			fields = append(fields, jobv1.FieldError{Rule: "maxJobBytes",
+				Message: fmt.Sprintf("is %d bytes, more than the %d a queue takes by default", len(data), mailqueue.DefaultMaxJobBytes)})
+		}
 		err = jobv1.Validate(data)
-		if err == nil {
+		var ve *jobv1.ValidationError
+		switch {
+		case err == nil && len(fields) == 0:
 			fmt.Fprintf(stdout, "%s: valid\n", name)
 			continue
-		}
-		status = 1
-		var ve *jobv1.ValidationError
-		if !errors.As(err, &ve) {
+		case errors.As(err, &ve):
+			fields = append(fields, ve.Errors...)
+		case err != nil:
+			status = 1
 			fmt.Fprintf(stdout, "%s: invalid (%s): %v\n", name, codes.QueueInvalidJob, err)
 			continue
 		}
-		fmt.Fprintf(stdout, "%s: invalid (%s), %d error(s):\n", name, codes.QueueInvalidJob, len(ve.Errors))
-		for _, f := range ve.Errors {
+		status = 1
+		fmt.Fprintf(stdout, "%s: invalid (%s), %d error(s):\n", name, codes.QueueInvalidJob, len(fields))
+		for _, f := range fields {
 			path := f.Path
 			if path == "" {
 				path = "(the job)"
@@ -53,6 +56,31 @@ func validate(files []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	return status
+}
+
+// maxReadBytes bounds what validate reads of one file: far more than any
+// queue takes, so a bigger file is told too big rather than read whole.
+const maxReadBytes = 16 << 20
+
+// readJob reads a job file, or standard input for "-".
+func readJob(name string, stdin io.Reader) ([]byte, error) {
+	r := stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxReadBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxReadBytes {
+		return nil, fmt.Errorf("more than %d bytes: not a job a queue takes", maxReadBytes)
+	}
+	return data, nil
 }
 
 // printCodes lists the codes of schema/codes.yaml.
