@@ -95,7 +95,9 @@ type set struct {
 	files   map[string]bool // the files parsed, for Where
 }
 
-// New returns a Renderer over the templates of fsys. It reads nothing yet:
+// New returns a Renderer over the templates of fsys. It checks that the
+// root of fsys is a folder (os.DirFS of a folder that is not there fails
+// here, not at each job) and reads nothing else yet:
 // each template is loaded on its first use.
 func New(fsys fs.FS, opts Options) (*FS, error) {
 	if fsys == nil {
@@ -103,6 +105,15 @@ func New(fsys fs.FS, opts Options) (*FS, error) {
 	}
 	if opts.Timeout < 0 {
 		return nil, fmt.Errorf("render: negative Timeout %v", opts.Timeout)
+	}
+	// A folder of templates that is not there (a wrong working directory
+	// with os.DirFS) would fail every template job for good as "not
+	// found": say so at once instead.
+	// A store that is down for now is not refused: its loads are retried.
+	if st, err := fs.Stat(fsys, "."); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("render: the templates' folder: %w", err)
+	} else if err == nil && !st.IsDir() {
+		return nil, errors.New("render: the templates' root is not a folder")
 	}
 	r := &FS{
 		fsys:          fsys,

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -465,5 +467,11 @@ func TestNewOptions(t *testing.T) {
 		if _, err := render.New(tc.fsys, tc.opts); err == nil {
 			t.Errorf("%s: New succeeded", name)
 		}
+	}
+}
+
+func TestNewRefusesAMissingFolder(t *testing.T) {
+	if _, err := render.New(os.DirFS(filepath.Join(t.TempDir(), "no-such-folder")), render.Options{}); err == nil {
+		t.Error("New took a folder that is not there")
 	}
 }

@@ -148,6 +148,11 @@ func (m *jobModel) validateFile() *jen.File {
 		jen.If(jen.Op("!").Id("smtpPath").Call(id("a").Dot("Address"))).Block(
 			ret(q("errors", "New").Call(lit("not an address an SMTP path carries unquoted (a quoted local part)"))),
 		),
+		jen.Comment("A display name that holds an address would be read for the address"),
+		jen.Comment("(\"ada@example.com\" <eve@example.net>)."),
+		jen.If(q("strings", "Contains").Call(id("a").Dot("Name"), lit("@"))).Block(
+			ret(q("errors", "New").Call(lit("a display name holds an address"))),
+		),
 		jen.Comment("An invisible character (a zero-width space, a bidi control) would be"),
 		jen.Comment("dropped or shown apart from where the mail goes (UTS 46 maps some away)."),
 		jen.If(q("strings", "IndexFunc").Call(id("a").Dot("Address"), jen.Func().Params(id("r").Rune()).Bool().Block(

@@ -98,7 +98,7 @@ function parseStrict(text) {
 const addrSpec = /^[^\s@<>()[\]\\,;:"]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/;
 function mailbox(s) {
   if (/[\r\n]/.test(s)) return false;
-  const m = /^(?:"[^"\\]*"|[^<>"@]*?)\s*<([^<>]+)>$/.exec(s);
+  const m = /^(?:"[^"\\@]*"|[^<>"@]*?)\s*<([^<>]+)>$/.exec(s); // no '@' in a display name
   return addrSpec.test(m ? m[1] : s);
 }
 

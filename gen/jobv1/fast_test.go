@@ -154,3 +154,11 @@ func FuzzDecodeValue(f *testing.F) {
 		decodeBoth(t, data)
 	})
 }
+
+func TestMailboxRefusesAnAddressInTheDisplayName(t *testing.T) {
+	for _, s := range []string{`"ada@example.com" <eve@example.net>`, `ada@example.com (evil@x.com)`} {
+		if validateMailbox(s) == nil {
+			t.Errorf("%q passed", s)
+		}
+	}
+}

@@ -152,7 +152,7 @@ const schemaJSON = `{
     },
     "version": { "description": "The version of the job's format: 1. A field is never added to version 1; a new field is a new version.", "const": 1 },
     "mailbox": {
-      "description": "One mailbox as RFC 5322 writes it (section 3.4): an address, or a display name and an address in angle brackets. No control character. The address's local part is a dot-string (RFC 5321 section 4.1.2): a quoted local part is refused, so that nothing can ride in it into the SMTP envelope.",
+      "description": "One mailbox as RFC 5322 writes it (section 3.4): an address, or a display name and an address in angle brackets. No control character. The address's local part is a dot-string (RFC 5321 section 4.1.2): a quoted local part is refused, so that nothing can ride in it into the SMTP envelope. A display name holding '@' is refused (a reader would take it for the address), and so is an invisible character (format or default-ignorable) in the address.",
       "type": "string",
       "minLength": 3,
       "maxLength": 320,

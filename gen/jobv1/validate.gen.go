@@ -241,6 +241,11 @@ func validateMailbox(v any) error {
 	if !smtpPath(a.Address) {
 		return errors.New("not an address an SMTP path carries unquoted (a quoted local part)")
 	}
+	// A display name that holds an address would be read for the address
+	// ("ada@example.com" <eve@example.net>).
+	if strings.Contains(a.Name, "@") {
+		return errors.New("a display name holds an address")
+	}
 	// An invisible character (a zero-width space, a bidi control) would be
 	// dropped or shown apart from where the mail goes (UTS 46 maps some away).
 	if strings.IndexFunc(a.Address, func(r rune) bool {
