@@ -55,14 +55,12 @@ func redisCommand(ctx context.Context, name string, args []string, stdout, stder
 	}
 	defer client.Close()
 	// An operator's command reads and repairs; a policy that may evict is
-	// told, not a reason to refuse.
+	// told, not a reason to refuse. The queue is taken as it is in Redis:
+	// its fairness and retention are those its workers stored, never
+	// mailq's defaults, and opening it writes nothing (UseStored), so that
+	// stats on a queue that does not exist does not make it.
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	fair, err := redisdriver.StoredFairness(ctx, client, *prefix, *queue)
-	if err != nil {
-		fmt.Fprintf(stderr, "mailq %s: %v\n", name, err)
-		return 1
-	}
-	q, err := redisdriver.Open(ctx, redisdriver.Options{Fairness: fair,
+	q, err := redisdriver.Open(ctx, redisdriver.Options{UseStored: true,
 		Client: client, Prefix: *prefix, Queue: *queue, EvictionPolicyWarnOnly: true, Logger: log,
 	})
 	if err != nil {

@@ -94,3 +94,97 @@ func TestRedisOperations(t *testing.T) {
 		t.Errorf("mailq purge of queued jobs = %d, want 1:\n%s", code, out)
 	}
 }
+
+// TestRedisOperationsTakeTheQueuesRetention: mailq counts and lists the
+// finished jobs by the retention the queue was opened with, not by its
+// own defaults; its stats end with a newline; and stats on a queue that
+// does not exist writes nothing.
+func TestRedisOperationsTakeTheQueuesRetention(t *testing.T) {
+	ctx := context.Background()
+	addr := os.Getenv("MAILER_REDIS_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:6379"
+	}
+	c := goredis.NewClient(&goredis.Options{Addr: addr})
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.Ping(ctx).Err(); err != nil {
+		if os.Getenv("MAILER_REQUIRE_REDIS") != "" {
+			t.Fatalf("Redis at %s is required (MAILER_REQUIRE_REDIS): %v", addr, err)
+		}
+		t.Skipf("SKIPPED: Redis at %s cannot be had (%v); set MAILER_REQUIRE_REDIS=1 to make this a failure", addr, err)
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	prefix := "mailertest-" + hex.EncodeToString(b[:])
+	src, err := redisdriver.OpenSource(ctx, redisdriver.Options{Client: c, Prefix: prefix,
+		DedupeWindow: 300 * time.Millisecond, RetainFailed: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := src.Obliterate(context.Background()); err != nil {
+			t.Errorf("Obliterate: %v", err)
+		}
+	})
+	url := "redis://" + addr + "/0"
+	mailq := func(prefix string, args ...string) (string, string, int) {
+		var out, errOut bytes.Buffer
+		code := run(ctx, append([]string{args[0], "--redis", url, "--prefix", prefix}, args[1:]...), nil, &out, &errOut)
+		return out.String(), errOut.String(), code
+	}
+
+	// A queue that does not exist: zeros, and no key made.
+	none := prefix + "-none"
+	out, errOut, code := mailq(none, "stats")
+	if code != 0 || !strings.Contains(out, "accepted          0") || !strings.HasSuffix(out, "false\n") {
+		t.Errorf("mailq stats of no queue = %d:\n%q\n%s", code, out, errOut)
+	}
+	for _, cmd := range [][]string{{"failed"}, {"retry", "nope"}, {"purge", "--state", "failed"}} {
+		if out, errOut, code := mailq(none, cmd...); code == 2 {
+			t.Errorf("mailq %v on no queue = %d:\n%s%s", cmd, code, out, errOut)
+		}
+	}
+	if keys := c.Keys(ctx, "{"+none+":*").Val(); len(keys) != 0 {
+		t.Errorf("mailq on a queue that does not exist made %v", keys)
+	}
+
+	now := time.Now()
+	var jobs []mailqueue.NewJob
+	for _, id := range []string{"ok-1", "ok-2", "ok-3", "ko"} {
+		jobs = append(jobs, mailqueue.NewJob{ID: id, Hash: "h-" + id, Data: []byte(`{"v":1}`), RunAt: now, EnqueuedAt: now, MaxAttempts: 5})
+	}
+	if _, err := src.Enqueue(ctx, jobs); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := src.Reserve(ctx, mailqueue.ReserveParams{Limit: 4, LeaseDuration: time.Minute})
+	if err != nil || len(ls) != 4 {
+		t.Fatalf("Reserve: %d, %v", len(ls), err)
+	}
+	for _, l := range ls {
+		if l.ID == "ko" {
+			_, _ = src.Fail(ctx, mailqueue.FailParams{ID: l.ID, Token: l.Token, State: codes.StateFailed, Code: codes.QueueThrown})
+		} else {
+			_, _ = src.Ack(ctx, mailqueue.AckParams{ID: l.ID, Token: l.Token})
+		}
+	}
+	if out, errOut, code := mailq(prefix, "stats"); code != 0 || !strings.Contains(out, "accepted          3\n") || !strings.Contains(out, "failed            1\n") {
+		t.Errorf("mailq stats = %d:\n%s%s", code, out, errOut)
+	}
+	time.Sleep(400 * time.Millisecond) // past the queue's dedupe window, within mailq's default day
+	out, errOut, code = mailq(prefix, "stats")
+	if code != 0 || !strings.Contains(out, "accepted          0\n") || !strings.Contains(out, "failed            1\n") {
+		t.Errorf("mailq stats past the queue's dedupe window = %d:\n%s%s; want no accepted job kept", code, out, errOut)
+	}
+	if !strings.HasSuffix(out, "\n") {
+		t.Errorf("mailq stats does not end with a newline: %q", out)
+	}
+	if out, errOut, code := mailq(prefix, "failed"); code != 0 || !strings.Contains(out, "ko") {
+		t.Errorf("mailq failed = %d:\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := mailq(prefix, "retry", "ko"); code != 0 || !strings.Contains(out, "ko queued again") {
+		t.Errorf("mailq retry = %d:\n%s%s", code, out, errOut)
+	}
+	if meta := c.HGetAll(ctx, "{"+prefix+":mail}:meta").Val(); meta["dedupe"] != "300" || meta["retainf"] != "60000" {
+		t.Errorf("after mailq, meta = %v; want the queue's retention kept", meta)
+	}
+}

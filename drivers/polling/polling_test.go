@@ -3,13 +3,16 @@ package polling_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/alexify/mailer/clock"
+	"github.com/alexify/mailer/conformance"
 	"github.com/alexify/mailer/drivers/memory"
 	"github.com/alexify/mailer/drivers/polling"
 	"github.com/alexify/mailer/gen/codes"
@@ -307,5 +310,221 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 5s")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// srSource is a memory source with a SettleAndReserve of its own: the
+// settle through the memory source's methods, then its Reserve. It counts
+// the calls of each kind, and keeps the leases its SettleAndReserve made.
+type srSource struct {
+	*memory.Source
+	mu             sync.Mutex
+	reserves       int                // the runner loop's reserves
+	loopLeases     []string           // the jobs they leased
+	plainSettles   []string           // the settles through Ack, Retry, Fail, Release
+	settleReserves []string           // the settles through SettleAndReserve
+	chained        []*mailqueue.Lease // the leases SettleAndReserve made
+}
+
+var _ polling.SettleReserver = (*srSource)(nil)
+
+func (s *srSource) Reserve(ctx context.Context, p mailqueue.ReserveParams) ([]*mailqueue.Lease, error) {
+	ls, err := s.Source.Reserve(ctx, p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reserves++
+	for _, l := range ls {
+		s.loopLeases = append(s.loopLeases, l.ID)
+	}
+	return ls, err
+}
+
+func (s *srSource) plain(id string) {
+	s.mu.Lock()
+	s.plainSettles = append(s.plainSettles, id)
+	s.mu.Unlock()
+}
+
+func (s *srSource) Ack(ctx context.Context, p mailqueue.AckParams) (bool, error) {
+	s.plain(p.ID)
+	return s.Source.Ack(ctx, p)
+}
+
+func (s *srSource) Retry(ctx context.Context, p mailqueue.RetryParams) (bool, error) {
+	s.plain(p.ID)
+	return s.Source.Retry(ctx, p)
+}
+
+func (s *srSource) Fail(ctx context.Context, p mailqueue.FailParams) (bool, error) {
+	s.plain(p.ID)
+	return s.Source.Fail(ctx, p)
+}
+
+func (s *srSource) Release(ctx context.Context, p mailqueue.ReleaseParams) (bool, error) {
+	s.plain(p.ID)
+	return s.Source.Release(ctx, p)
+}
+
+func (s *srSource) SettleAndReserve(ctx context.Context, p polling.SettleParams, r mailqueue.ReserveParams) (bool, []*mailqueue.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return false, nil, err
+	}
+	out := p.Outcome
+	var ok bool
+	var err error
+	switch out.Action {
+	case mailqueue.Ack:
+		ok, err = s.Source.Ack(ctx, mailqueue.AckParams{ID: p.ID, Token: p.Token})
+	case mailqueue.Retry:
+		ok, err = s.Source.Retry(ctx, mailqueue.RetryParams{ID: p.ID, Token: p.Token, Delay: out.Delay, Code: out.Code, Reason: out.Reason})
+	case mailqueue.Fail:
+		ok, err = s.Source.Fail(ctx, mailqueue.FailParams{ID: p.ID, Token: p.Token, State: out.State, Code: out.Code, Reason: out.Reason})
+	case mailqueue.Release:
+		ok, err = s.Source.Release(ctx, mailqueue.ReleaseParams{ID: p.ID, Token: p.Token, Delay: out.Delay, Code: out.Code, Reason: out.Reason})
+	default:
+		return false, nil, errors.New("no action")
+	}
+	if err != nil {
+		return false, nil, err
+	}
+	s.mu.Lock()
+	s.settleReserves = append(s.settleReserves, p.ID)
+	s.mu.Unlock()
+	if r.Limit <= 0 {
+		return ok, nil, nil
+	}
+	ls, err := s.Source.Reserve(ctx, r)
+	if err != nil {
+		// The settle counted; the reserve did not lease (the memory
+		// source leases nothing when it fails).
+		return ok, nil, nil
+	}
+	s.mu.Lock()
+	s.chained = append(s.chained, ls...)
+	s.mu.Unlock()
+	return ok, ls, nil
+}
+
+// TestSettleReserverWrapper holds the wrapper to the public contract,
+// the SettleReserver subtests with it: a SettleReserver made of a
+// source's own methods passes them.
+func TestSettleReserverWrapper(t *testing.T) {
+	conformance.TestSource(t, func(t *testing.T) conformance.Harness {
+		fc := clock.NewFake(t0)
+		src := &srSource{Source: memory.NewSource(memory.Options{Clock: fc})}
+		return conformance.Harness{Source: src, Now: fc.Now, Advance: fc.Advance,
+			DedupeWindow: memory.DefaultDedupeWindow, RetainFailed: memory.DefaultRetainFailed}
+	})
+}
+
+// TestSettleReserverChainsInTheSlot: with a SettleReserver source, a slot
+// runs the job its settle leased, in the same slot, until a settle leases
+// none; the runner's loop reserved only the first.
+func TestSettleReserverChainsInTheSlot(t *testing.T) {
+	fc := clock.NewFake(t0)
+	src := &srSource{Source: memory.NewSource(memory.Options{Clock: fc})}
+	d := polling.New(src, polling.Options{Clock: fc, Logger: slog.New(&recorder{})})
+	var jobs []mailqueue.NewJob
+	for _, id := range []string{"j1", "j2", "j3"} {
+		jobs = append(jobs, mailqueue.NewJob{ID: id, Hash: "h", Data: []byte(`{}`), RunAt: t0, MaxAttempts: 3, EnqueuedAt: t0})
+	}
+	if _, err := d.Enqueue(context.Background(), jobs); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var ran []*mailqueue.Lease
+	r, err := d.Work(mailqueue.HandlerFunc(func(_ context.Context, l *mailqueue.Lease) mailqueue.Outcome {
+		mu.Lock()
+		ran = append(ran, l)
+		mu.Unlock()
+		if l.ID == "j2" && l.Attempt == 1 {
+			// Retried now: the settle of j2 leases j3 (due first), then j2 again.
+			return mailqueue.Outcome{Action: mailqueue.Retry, Code: codes.QueueSendFailed}
+		}
+		return mailqueue.Outcome{Action: mailqueue.Ack}
+	}), mailqueue.WorkOptions{Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		for _, id := range []string{"j1", "j2", "j3"} {
+			if j, _ := src.Source.Get(id); j.State != memory.StateAccepted {
+				return false
+			}
+		}
+		return true
+	})
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	mu.Lock()
+	defer mu.Unlock()
+	var order []string
+	for _, l := range ran {
+		order = append(order, l.ID)
+	}
+	if got, want := strings.Join(order, ","), "j1,j2,j3,j2"; got != want {
+		t.Errorf("ran %s, want %s", got, want)
+	}
+	if got := strings.Join(src.loopLeases, ","); got != "j1" {
+		t.Errorf("the runner's loop leased %s, want j1 only: the slot's next jobs come from its settles", got)
+	}
+	if got := strings.Join(src.settleReserves, ","); got != "j1,j2,j3,j2" {
+		t.Errorf("settled through SettleAndReserve: %s, want each run", got)
+	}
+	if len(src.plainSettles) != 0 {
+		t.Errorf("settled the plain way: %v, want none", src.plainSettles)
+	}
+	// The slot ran the very leases its settles got.
+	if len(src.chained) != 3 || len(ran) != 4 {
+		t.Fatalf("%d leases from the settles, %d runs", len(src.chained), len(ran))
+	}
+	for i, l := range src.chained {
+		if ran[i+1] != l {
+			t.Errorf("run %d was of lease %+v, not of the lease %+v its slot's settle got", i+2, ran[i+1], l)
+		}
+	}
+}
+
+// TestSettleReserverClosingSettlesPlain: a run that ends while its
+// runner closes settles through the plain method, and leases nothing
+// more.
+func TestSettleReserverClosingSettlesPlain(t *testing.T) {
+	fc := clock.NewFake(t0)
+	src := &srSource{Source: memory.NewSource(memory.Options{Clock: fc})}
+	d := polling.New(src, polling.Options{Clock: fc, Logger: slog.New(&recorder{})})
+	var jobs []mailqueue.NewJob
+	for _, id := range []string{"j1", "j2"} {
+		jobs = append(jobs, mailqueue.NewJob{ID: id, Hash: "h", Data: []byte(`{}`), RunAt: t0, MaxAttempts: 3, EnqueuedAt: t0})
+	}
+	if _, err := d.Enqueue(context.Background(), jobs); err != nil {
+		t.Fatal(err)
+	}
+	h := newBlocking()
+	r, err := d.Work(h, mailqueue.WorkOptions{Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-h.started
+	waitTimers(t, fc, 1) // the lease keeper
+	closed := make(chan error, 1)
+	go func() { closed <- r.Close(context.Background()) }()
+	waitTimers(t, fc, 2) // and Close, waiting for the run
+	close(h.release)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if fmt.Sprint(src.plainSettles) != "[j1]" || len(src.settleReserves) != 0 {
+		t.Errorf("plain settles %v, SettleAndReserve %v; want j1 settled the plain way", src.plainSettles, src.settleReserves)
+	}
+	if j, _ := src.Source.Get("j1"); j.State != memory.StateAccepted {
+		t.Errorf("j1 is %s, want accepted", j.State)
+	}
+	if j, _ := src.Source.Get("j2"); j.State != memory.StateQueued {
+		t.Errorf("j2 is %s, want queued: a closing runner leases nothing more", j.State)
 	}
 }

@@ -106,7 +106,9 @@ func (s *Source) serverNow(ctx context.Context) (time.Time, error) {
 }
 
 // Stats counts the jobs by state, in one pipeline (not one snapshot: a job
-// that moves meanwhile may count twice or not at all).
+// that moves meanwhile may count twice or not at all). The finished jobs
+// are counted by the queue's retention, whatever the source was opened
+// with (scripts/finished.lua).
 func (s *Source) Stats(ctx context.Context) (Stats, error) {
 	now, err := s.serverNow(ctx)
 	if err != nil {
@@ -116,25 +118,36 @@ func (s *Source) Stats(ctx context.Context) (Stats, error) {
 	pipe := s.c.Pipeline()
 	queued := scriptQueued.EvalSha(ctx, pipe, s.keys, s.args("count")...)
 	running := pipe.ZCard(ctx, s.keys[keyLeased])
-	since := func(w time.Duration) string { return "(" + strconv.FormatInt(ms-w.Milliseconds(), 10) }
-	acc := pipe.ZCount(ctx, s.keys[keyDoneAccepted], since(s.opts.DedupeWindow), "+inf")
-	failed := pipe.ZCount(ctx, s.keys[keyDoneFailed], since(s.opts.RetainFailed), "+inf")
-	unknown := pipe.ZCount(ctx, s.keys[keyDoneDeliveryUnknown], since(s.opts.RetainFailed), "+inf")
+	finished := scriptFinished.EvalSha(ctx, pipe, s.keys, s.args("count")...)
 	pause := pipe.HGet(ctx, s.keys[keyPause], "q")
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
 		if !goredis.HasErrorPrefix(err, "NOSCRIPT") {
 			return Stats{}, fmt.Errorf("redis: stats: %w", err)
 		}
-		queued = scriptQueued.Run(ctx, s.c, s.keys, s.args("count")...)
+		// The server lost the scripts (a restart, a failover): Run loads
+		// them again.
+		if goredis.HasErrorPrefix(queued.Err(), "NOSCRIPT") {
+			queued = scriptQueued.Run(ctx, s.c, s.keys, s.args("count")...)
+		}
+		if goredis.HasErrorPrefix(finished.Err(), "NOSCRIPT") {
+			finished = scriptFinished.Run(ctx, s.c, s.keys, s.args("count")...)
+		}
 	}
 	q, err := queued.Int64Slice()
 	if err != nil || len(q) != 2 {
 		return Stats{}, fmt.Errorf("redis: stats: queued: %d values, %v", len(q), err)
 	}
+	f, err := finished.Int64Slice()
+	if err != nil || len(f) != 3 {
+		return Stats{}, fmt.Errorf("redis: stats: finished: %d values, %v", len(f), err)
+	}
+	if err := running.Err(); err != nil {
+		return Stats{}, fmt.Errorf("redis: stats: %w", err)
+	}
 	pu, _ := pause.Int64()
 	return Stats{
 		Queued: q[0], Due: q[1], Running: running.Val(),
-		Accepted: acc.Val(), Failed: failed.Val(), DeliveryUnknown: unknown.Val(), Paused: pu > ms,
+		Accepted: f[0], Failed: f[1], DeliveryUnknown: f[2], Paused: pu > ms,
 	}, nil
 }
 
@@ -156,7 +169,8 @@ func (s *Source) index(state State) (string, error) {
 
 // Jobs returns up to limit jobs of a state from offset: queued jobs by due
 // time, running ones by lease end, finished ones by finish time (the
-// oldest first). A finished job whose retention ran out is left out.
+// oldest first). A finished job whose retention (the queue's) ran out is
+// left out (scripts/finished.lua).
 func (s *Source) Jobs(ctx context.Context, state State, offset, limit int) ([]Job, error) {
 	if state == StateQueued {
 		if limit <= 0 {
@@ -175,7 +189,13 @@ func (s *Source) Jobs(ctx context.Context, state State, offset, limit int) ([]Jo
 	if limit <= 0 {
 		return nil, nil
 	}
-	ids, err := s.c.ZRange(ctx, key, int64(offset), int64(offset+limit-1)).Result()
+	offset = max(offset, 0)
+	var ids []string
+	if state == StateRunning {
+		ids, err = s.c.ZRange(ctx, key, int64(offset), int64(offset+limit-1)).Result()
+	} else {
+		ids, err = scriptFinished.Run(ctx, s.c, s.keys, s.args("list", string(state), offset, limit)...).StringSlice()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("redis: jobs: %w", err)
 	}

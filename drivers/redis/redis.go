@@ -14,7 +14,8 @@
 // in one slot and the driver runs on Redis Cluster as on a standalone
 // server or behind Sentinel (it takes a redis.UniversalClient). The keys:
 //
-//	{P:Q}:meta                    hash: fairness
+//	{P:Q}:meta                    hash: the queue's settings: fairness, dedupe and retainf
+//	                              (the retention windows, ms), retaindata
 //	{P:Q}:job:<id>                hash: hash, v, data, pri, tenant, max, att, redel, enq, runat, mem,
 //	                              state, token, until, code, reason, fin
 //	{P:Q}:scheduled               zset: jobs not yet due, by due time
@@ -48,10 +49,12 @@
 //
 // Redis must not evict keys: Open refuses a server whose maxmemory-policy is
 // not noeviction (Options.EvictionPolicyWarnOnly turns that into a
-// warning, for a managed Redis that hides CONFIG).
+// warning logged as queue.store_unsafe, for a managed Redis that hides
+// CONFIG).
 package redis
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -68,6 +71,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/alexify/mailer/drivers/polling"
+	"github.com/alexify/mailer/gen/codes"
 	"github.com/alexify/mailer/gen/jobv1"
 	"github.com/alexify/mailer/mailqueue"
 )
@@ -142,6 +146,14 @@ type Options struct {
 	Fairness Fairness
 	// DedupeWindow is how long a completed job is kept, the window in which
 	// an enqueue under its key is a duplicate (a day).
+	//
+	// DedupeWindow, RetainFailed and RetainData are properties of the queue
+	// in Redis, stored in its meta key by the first Open that sets them: a
+	// zero field takes the queue's (the default when it holds none), so
+	// that a producer that leaves them zero never undoes a worker's; a set
+	// field that differs from the queue's is refused (ErrRetentionMismatch).
+	// Every script reads them from the meta key, so that all the processes
+	// on a queue keep and count its finished jobs alike.
 	DedupeWindow time.Duration
 	// RetainFailed is how long a failed job is kept (a week).
 	RetainFailed time.Duration
@@ -154,6 +166,12 @@ type Options struct {
 	// or one that cannot be read (CONFIG hidden), as a warning instead of
 	// refusing to open: for a managed Redis you know to be set right.
 	EvictionPolicyWarnOnly bool
+	// UseStored opens the queue as it is in Redis, for an operator's tool
+	// such as mailq: Fairness, DedupeWindow, RetainFailed and RetainData
+	// are the queue's, whatever these Options say (the defaults for those
+	// it does not hold), and Open writes nothing to Redis, so that looking
+	// at a queue that does not exist does not make it.
+	UseStored bool
 	// Logger hears what the driver does; slog.Default() when nil.
 	Logger *slog.Logger
 }
@@ -166,6 +184,15 @@ var ErrEvictionPolicy = errors.New("redis: maxmemory-policy must be noeviction")
 // ErrFairnessMismatch is returned by Open when the queue in Redis was made
 // with another Fairness than Options.Fairness.
 var ErrFairnessMismatch = errors.New("redis: the queue was made with another fairness")
+
+// ErrRetentionMismatch is returned by Open when Options set a
+// DedupeWindow, RetainFailed or RetainData other than the one the queue in
+// Redis holds. To change one, delete its field from the queue's meta key
+// (HDEL {P:Q}:meta dedupe, retainf or retaindata) and open the queue with
+// the new value: the processes already on the queue take it at once, as
+// every script reads it; the jobs finished before keep the expiry they
+// were given.
+var ErrRetentionMismatch = errors.New("redis: the queue was made with another retention")
 
 // Queue is the Redis queue: the polling driver over a Source, a
 // mailqueue.Driver and a mailqueue.Pauser, plus the operations of an
@@ -250,7 +277,8 @@ var (
 
 // OpenSource checks the server and returns the Source alone, for a driver
 // of your own; Open wraps it in the polling driver. It returns an error
-// wrapping ErrEvictionPolicy or ErrFairnessMismatch, or the server's.
+// wrapping ErrEvictionPolicy, ErrFairnessMismatch or ErrRetentionMismatch,
+// or the server's.
 func OpenSource(ctx context.Context, opts Options) (*Source, error) {
 	if opts.Client == nil {
 		return nil, errors.New("redis: Options.Client is required")
@@ -270,18 +298,19 @@ func OpenSource(ctx context.Context, opts Options) (*Source, error) {
 	if opts.Fairness != FairnessNone && opts.Fairness != FairnessTenant {
 		return nil, fmt.Errorf("redis: unknown fairness %q", opts.Fairness)
 	}
-	if opts.RetainData == "" {
-		opts.RetainData = RetainFailedData
-	}
-	if opts.RetainData != RetainFailedData && opts.RetainData != RetainAllData && opts.RetainData != RetainNoData {
+	if opts.RetainData != "" && !validRetainData(opts.RetainData) {
 		return nil, fmt.Errorf("redis: unknown RetainData %q", opts.RetainData)
 	}
-	if opts.DedupeWindow <= 0 {
-		opts.DedupeWindow = DefaultDedupeWindow
+	// The retention the caller set, stored or checked against the queue's
+	// (checkMeta), in whole milliseconds (at least one), as Redis keeps
+	// them; the zero fields take the queue's.
+	ms := func(d time.Duration) time.Duration {
+		if d <= 0 {
+			return 0
+		}
+		return max(d.Truncate(time.Millisecond), time.Millisecond)
 	}
-	if opts.RetainFailed <= 0 {
-		opts.RetainFailed = DefaultRetainFailed
-	}
+	asked := settings{dedupe: ms(opts.DedupeWindow), retainFailed: ms(opts.RetainFailed), retainData: opts.RetainData}
 	if opts.LeaseDuration <= 0 {
 		opts.LeaseDuration = polling.DefaultLeaseDuration
 	}
@@ -305,7 +334,7 @@ func OpenSource(ctx context.Context, opts Options) (*Source, error) {
 	if err := s.checkEviction(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.checkFairness(ctx); err != nil {
+	if err := s.checkMeta(ctx, asked); err != nil {
 		return nil, err
 	}
 	if err := loadScripts(ctx, s.c); err != nil {
@@ -333,31 +362,109 @@ func (s *Source) checkEviction(ctx context.Context) error {
 		err = check(ctx, s.c)
 	}
 	if err != nil && s.opts.EvictionPolicyWarnOnly {
-		s.log.Warn("redis.eviction_policy", "reason", err.Error())
+		s.log.Warn(string(codes.QueueStoreUnsafe), "reason", err.Error())
 		return nil
 	}
 	return err
 }
 
-// checkFairness records the queue's fairness on first use, and refuses
-// another one after.
-func (s *Source) checkFairness(ctx context.Context) error {
-	if err := s.c.HSetNX(ctx, s.keys[keyMeta], "fairness", string(s.opts.Fairness)).Err(); err != nil {
-		return fmt.Errorf("redis: %w", err)
+func validRetainData(r RetainData) bool {
+	return r == RetainFailedData || r == RetainAllData || r == RetainNoData
+}
+
+// settings are the retention of a queue, as its meta key holds them; a
+// zero field is one not held (or not set).
+type settings struct {
+	dedupe, retainFailed time.Duration
+	retainData           RetainData
+}
+
+// The fields of the meta key.
+var metaFields = []string{"fairness", "dedupe", "retainf", "retaindata"}
+
+// checkMeta records the queue's fairness, and the retention the caller
+// set, on first use, refuses another fairness or retention after, and
+// sets s.opts to the queue's retention (the defaults for those it does
+// not hold). With UseStored, it only reads, and takes the queue's
+// fairness too.
+func (s *Source) checkMeta(ctx context.Context, asked settings) error {
+	var vals []any
+	var err error
+	if s.opts.UseStored {
+		vals, err = s.c.HMGet(ctx, s.keys[keyMeta], metaFields...).Result()
+	} else {
+		var get *goredis.SliceCmd
+		_, err = s.c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+			p.HSetNX(ctx, s.keys[keyMeta], "fairness", string(s.opts.Fairness))
+			if asked.dedupe > 0 {
+				p.HSetNX(ctx, s.keys[keyMeta], "dedupe", asked.dedupe.Milliseconds())
+			}
+			if asked.retainFailed > 0 {
+				p.HSetNX(ctx, s.keys[keyMeta], "retainf", asked.retainFailed.Milliseconds())
+			}
+			if asked.retainData != "" {
+				p.HSetNX(ctx, s.keys[keyMeta], "retaindata", string(asked.retainData))
+			}
+			get = p.HMGet(ctx, s.keys[keyMeta], metaFields...)
+			return nil
+		})
+		if err == nil {
+			vals, err = get.Result()
+		}
 	}
-	got, err := s.c.HGet(ctx, s.keys[keyMeta], "fairness").Result()
 	if err != nil {
 		return fmt.Errorf("redis: %w", err)
 	}
-	if got != string(s.opts.Fairness) {
-		return fmt.Errorf("%w: %s is %q, Options.Fairness %q", ErrFairnessMismatch, s.tag, got, s.opts.Fairness)
+	str := func(i int) string { v, _ := vals[i].(string); return v }
+	if len(vals) != len(metaFields) {
+		return fmt.Errorf("redis: %s: %d values of %d fields", s.keys[keyMeta], len(vals), len(metaFields))
 	}
+	if f := Fairness(str(0)); s.opts.UseStored {
+		s.opts.Fairness = cmp.Or(f, FairnessNone)
+		if s.opts.Fairness != FairnessNone && s.opts.Fairness != FairnessTenant {
+			return fmt.Errorf("redis: %s holds fairness %q", s.keys[keyMeta], f)
+		}
+	} else if f != s.opts.Fairness {
+		return fmt.Errorf("%w: %s is %q, Options.Fairness %q", ErrFairnessMismatch, s.tag, f, s.opts.Fairness)
+	}
+	var held settings
+	for i, d := range []*time.Duration{&held.dedupe, &held.retainFailed} {
+		if v := str(1 + i); v != "" {
+			ms, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || ms <= 0 {
+				return fmt.Errorf("redis: %s holds %s %q", s.keys[keyMeta], metaFields[1+i], v)
+			}
+			*d = time.Duration(ms) * time.Millisecond
+		}
+	}
+	if v := RetainData(str(3)); v != "" {
+		if !validRetainData(v) {
+			return fmt.Errorf("redis: %s holds retaindata %q", s.keys[keyMeta], v)
+		}
+		held.retainData = v
+	}
+	if !s.opts.UseStored {
+		mismatch := func(name string, held, asked any) error {
+			return fmt.Errorf("%w: %s holds %s %v, Options %v", ErrRetentionMismatch, s.tag, name, held, asked)
+		}
+		switch {
+		case asked.dedupe > 0 && held.dedupe != asked.dedupe:
+			return mismatch("DedupeWindow", held.dedupe, asked.dedupe)
+		case asked.retainFailed > 0 && held.retainFailed != asked.retainFailed:
+			return mismatch("RetainFailed", held.retainFailed, asked.retainFailed)
+		case asked.retainData != "" && held.retainData != asked.retainData:
+			return mismatch("RetainData", held.retainData, asked.retainData)
+		}
+	}
+	s.opts.DedupeWindow = cmp.Or(held.dedupe, DefaultDedupeWindow)
+	s.opts.RetainFailed = cmp.Or(held.retainFailed, DefaultRetainFailed)
+	s.opts.RetainData = cmp.Or(held.retainData, RetainFailedData)
 	return nil
 }
 
 // StoredFairness returns the fairness the queue prefix:queue was made
 // with, FairnessNone for a queue not made yet: for a tool that opens any
-// queue, such as mailq.
+// queue (Options.UseStored does it for all the queue's settings).
 func StoredFairness(ctx context.Context, c goredis.UniversalClient, prefix, queue string) (Fairness, error) {
 	f, err := c.HGet(ctx, "{"+prefix+":"+queue+"}:meta", "fairness").Result()
 	if errors.Is(err, goredis.Nil) || err == nil && f == "" {

@@ -394,7 +394,7 @@ func TestServerChecks(t *testing.T) {
 		t.Errorf("Open on allkeys-lru, warn only: %v", err)
 	}
 	mu.Lock()
-	if !strings.Contains(logs.String(), "redis.eviction_policy") {
+	if !strings.Contains(logs.String(), "level=WARN msg="+string(codes.QueueStoreUnsafe)+" ") {
 		t.Errorf("no warning logged: %s", logs.String())
 	}
 	mu.Unlock()

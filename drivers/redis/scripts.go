@@ -26,9 +26,11 @@ var (
 	scriptRetryFailed = newScript("retry_failed.lua")
 	scriptPurge       = newScript("purge.lua")
 	scriptQueued      = newScript("queued.lua")
+	scriptFinished    = newScript("finished.lua")
 
 	allScripts = []*goredis.Script{
 		scriptEnqueue, scriptReserve, scriptSettle, scriptExtend, scriptPause, scriptResume, scriptRetryFailed, scriptPurge,
+		scriptQueued, scriptFinished,
 	}
 )
 

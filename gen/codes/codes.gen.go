@@ -362,6 +362,14 @@ const (
 	// Where: log. Level: warn. Spec: bullmq.md, The workers it makes.
 	QueueJobStalled Code = "queue.job.stalled"
 
+	// QueueStoreUnsafe is "queue.store_unsafe": the store may lose jobs (Redis
+	// whose maxmemory-policy is not noeviction, or cannot be read), and the queue
+	// was opened all the same, as told (EvictionPolicyWarnOnly).
+	//
+	// Where: log. Level: warn. Spec: mailer; bullmq.md Notes: maxmemory-policy
+	// noeviction.
+	QueueStoreUnsafe Code = "queue.store_unsafe"
+
 	// MailerAuditFailed is "MAILER_AUDIT_FAILED": the audit sink failed.
 	//
 	// Where: warning. Level: warn. Spec: queue.md, The audit and the log.
@@ -846,6 +854,13 @@ var infos = []Info{
 		Level: slog.LevelWarn,
 		Spec:  "bullmq.md, The workers it makes",
 		What:  "The store found a job stalled.",
+		Where: WhereLog,
+	},
+	{
+		Code:  QueueStoreUnsafe,
+		Level: slog.LevelWarn,
+		Spec:  "mailer; bullmq.md Notes: maxmemory-policy noeviction",
+		What:  "The store may lose jobs (Redis whose maxmemory-policy is not noeviction, or cannot be read), and the queue was opened all the same, as told (EvictionPolicyWarnOnly).",
 		Where: WhereLog,
 	},
 	{

@@ -3,7 +3,8 @@
 -- script of its own.
 --
 -- Every script takes the same KEYS and the same first six ARGV:
---   KEYS[1] -> {P:Q}:meta                   hash: fairness
+--   KEYS[1] -> {P:Q}:meta                   hash: the queue's settings: "fairness", and its
+--                                           retention: "dedupe" and "retainf" (ms), "retaindata"
 --   KEYS[2] -> {P:Q}:scheduled              zset: member of a job not yet due -> when it is due (ms)
 --   KEYS[3] -> {P:Q}:leased                 zset: id of every leased job -> when its lease runs out (ms)
 --   KEYS[4] -> {P:Q}:pause                  hash: "q" -> the end of the queue's pause (ms),
@@ -17,6 +18,9 @@
 --   ARGV[4] -> RetainData: "failed", "all" or "none"
 --   ARGV[5] -> the dedupe window in ms: how long a completed job is kept
 --   ARGV[6] -> RetainFailed in ms: how long a failed job is kept
+--   ARGV[4..6] are the caller's; the retention the queue's meta key holds
+--   (stored by the driver's Open) wins over them, so that every process on
+--   the queue keeps, forgets and counts its finished jobs alike.
 --
 -- The other keys a script touches are derived from ARGV[1], so they share
 -- the queue's hash tag and its slot on Redis Cluster (as BullMQ derives its
@@ -41,10 +45,14 @@
 local P = ARGV[1]
 local SHIFT = tonumber(ARGV[2])
 local FAIR = ARGV[3] == '1'
-local RETAIN = ARGV[4]
-local DEDUPE = tonumber(ARGV[5])
-local RETAINF = tonumber(ARGV[6])
 local K_META, K_SCHED, K_LEASED = KEYS[1], KEYS[2], KEYS[3]
+local RETAIN, DEDUPE, RETAINF
+do
+  local m = redis.call('HMGET', K_META, 'retaindata', 'dedupe', 'retainf')
+  RETAIN = m[1] or ARGV[4]
+  DEDUPE = tonumber(m[2]) or tonumber(ARGV[5])
+  RETAINF = tonumber(m[3]) or tonumber(ARGV[6])
+end
 local K_PAUSE = KEYS[4]
 local K_DONE = { accepted = KEYS[5], failed = KEYS[6], delivery_unknown = KEYS[7] }
 local MEMLEN = 20 -- the length of a member's prefix
