@@ -47,7 +47,10 @@ type Options struct {
 	// it is not woken (1 second).
 	PollInterval time.Duration
 	// LeaseDuration is the length of a lease, extended every third of it
-	// (1 minute).
+	// (1 minute). Keep it well above the time a store call takes: a run is
+	// cancelled when a third of its lease is left unextended, and a
+	// transport that ignores its context may still be sending when another
+	// worker takes the job.
 	LeaseDuration time.Duration
 	// CloseTimeout is how long Close waits for the runs in flight when its
 	// ctx has no deadline (30 seconds).
