@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/alexify/mailer/gen/codes"
 	"github.com/alexify/mailer/mailqueue"
 )
 
@@ -79,8 +80,8 @@ func (m *Memory) States(jobID string) []mailqueue.AuditState {
 }
 
 // Slog is an audit sink that writes each event to a logger at info level,
-// as a record whose message is "audit" and whose attributes are the event's
-// (never an address: an event holds none).
+// as a record whose message is the code audit.event and whose attributes
+// are the event's (never an address: an event holds none).
 type Slog struct {
 	log *slog.Logger
 }
@@ -108,7 +109,7 @@ func (s *Slog) Record(ctx context.Context, e mailqueue.AuditEvent) error {
 	if e.CorrelationID != "" {
 		attrs = append(attrs, slog.String("correlation_id", e.CorrelationID))
 	}
-	s.log.LogAttrs(ctx, slog.LevelInfo, "audit", attrs...)
+	s.log.LogAttrs(ctx, slog.LevelInfo, string(codes.AuditEvent), attrs...)
 	return nil
 }
 

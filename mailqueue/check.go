@@ -238,7 +238,8 @@ func (c *contextChecker) walk(v reflect.Value, ptr string) {
 		for i := 0; i < t.NumField(); i++ {
 			f := t.Field(i)
 			if !f.IsExported() {
-				continue
+				c.fail(ptr, "is a "+t.String()+" with unexported fields, which JSON leaves out (export them, or pass a map)")
+				return
 			}
 			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 			if name == "-" {

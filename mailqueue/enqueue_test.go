@@ -93,6 +93,9 @@ func TestEnqueueRefusals(t *testing.T) {
 		{"inline attachments over the default 256 KiB", func(j *jobv1.Job) {
 			j.Attachments = []jobv1.Attachment{{Filename: "a.bin", Content: make([]byte, 200<<10)}, {Filename: "b.bin", Content: make([]byte, 100<<10)}}
 		}, mailqueue.Config{MaxJobBytes: 1 << 20}, "attachments", "/attachments", "maxInlineAttachmentBytes"},
+		{"a struct with unexported fields in the context", func(j *jobv1.Job) {
+			j.Context = map[string]any{"u": struct{ name string }{"Ada"}}
+		}, mailqueue.Config{}, "context.u", "/context/u", "json"},
 		{"a subject that is not UTF-8", func(j *jobv1.Job) { j.Subject = "Caf\xe9" }, mailqueue.Config{}, "subject", "/subject", "json"},
 		{"a context string that is not UTF-8", func(j *jobv1.Job) { j.Context = map[string]any{"name": "Ren\xe9"} }, mailqueue.Config{}, "context.name", "/context/name", "json"},
 		{"a time past year 9999", func(j *jobv1.Job) { far := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC); j.ScheduledAt = &far }, mailqueue.Config{}, "scheduledAt", "/scheduledAt", "json"},

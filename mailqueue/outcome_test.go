@@ -419,6 +419,20 @@ func (panickingTransport) Send(context.Context, *mail.Message) (mail.Receipt, er
 	return mail.Receipt{}, nil
 }
 
+// contradictoryTransport answers an accepted receipt with an error.
+type contradictoryTransport struct{}
+
+func (contradictoryTransport) Send(context.Context, *mail.Message) (mail.Receipt, error) {
+	return mail.Receipt{Category: mail.Accepted, Code: 250}, errors.New("and yet it failed")
+}
+
+func TestAcceptedWithAnErrorIsAnInvalidReceipt(t *testing.T) {
+	h := newHarness(t, mailqueue.WorkerConfig{Transport: contradictoryTransport{}}, memory.Options{}).start()
+	id := h.enqueue(contentJob())
+	h.drain()
+	h.check(id, outcome{memory.StateFailed, 1, codes.QueueInvalidReceipt})
+}
+
 func TestTransportPanicIsThrown(t *testing.T) {
 	h := newHarness(t, mailqueue.WorkerConfig{Transport: panickingTransport{}}, memory.Options{}).start()
 	id := h.enqueue(contentJob())

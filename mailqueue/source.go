@@ -145,7 +145,9 @@ type FailParams struct {
 	// ID is the job's id; Token the token of the lease that settles it.
 	ID, Token string
 	// State is codes.StateFailed or codes.StateDeliveryUnknown.
-	State  codes.State
+	State codes.State
+	// Code and Reason tell why; stored as the job's last error. Reason
+	// holds no address.
 	Code   codes.Code
 	Reason string
 }
@@ -155,7 +157,9 @@ type ReleaseParams struct {
 	// ID is the job's id; Token the token of the lease that settles it.
 	ID, Token string
 	// Delay is how long from now the job waits before it is due again.
-	Delay  time.Duration
+	Delay time.Duration
+	// Code and Reason tell why; stored as the job's last error. Reason
+	// holds no address.
 	Code   codes.Code
 	Reason string
 }

@@ -225,6 +225,7 @@ func (w *Worker) Handle(ctx context.Context, lease *Lease) (out Outcome) {
 	defer func() {
 		if p := recover(); p != nil {
 			w.log.Error(string(codes.QueueWorkerError), "job_id", lease.ID, "panic", mail.Redact(fmt.Sprint(p)), "stack", string(debug.Stack()))
+			w.q.warn(codes.MailerQueueWorkerThrew, fmt.Errorf("the worker panicked: %s", mail.Redact(fmt.Sprint(p))), "job_id", lease.ID)
 			out = w.fail(ctx, r, codes.QueueThrown, codes.StateFailed, fmt.Sprintf("the worker panicked: %v", p))
 		}
 	}()
@@ -383,6 +384,11 @@ func (w *Worker) settle(ctx context.Context, r *run, receipt mail.Receipt, err e
 	if errors.Is(err, mail.ErrInvalidMessage) {
 		return w.fail(ctx, r, codes.QueueInvalidMessage, codes.StateFailed, "the job does not make a message: "+err.Error())
 	}
+	if err != nil && receipt.Category == mail.Accepted {
+		// Accepted and failed at once: the transport contradicts itself,
+		// and a retry could send the message twice.
+		return w.fail(ctx, r, codes.QueueInvalidReceipt, codes.StateFailed, "the transport gave an accepted receipt and an error")
+	}
 	if err != nil && me == nil {
 		receipt = mail.Receipt{Category: mail.Retryable, Reason: mail.Redact(err.Error())}
 	}
@@ -391,7 +397,7 @@ func (w *Worker) settle(ctx context.Context, r *run, receipt mail.Receipt, err e
 		// lease was lost). A send the transport says provably did not go is
 		// given back unspent; any other may have gone.
 		if receipt.Category == mail.Retryable {
-			return w.release(r, codes.QueueStopped, 0, "the worker stopped before the message was sent")
+			return w.release(r, codes.QueueStopped, 0, "the worker stopped during the send, and the transport says the message did not go")
 		}
 		return w.fail(ctx, r, codes.QueueAborted, codes.StateDeliveryUnknown, "the worker stopped while the message was sent")
 	}

@@ -1,7 +1,7 @@
 // Package redis is the Redis driver of the mail queue: a mailqueue.Source on
 // Redis (or Valkey) through github.com/redis/go-redis/v9, run by the polling
 // driver, with the semantics of the spec's BullMQ driver and of the memory
-// queue (docs/spec/queue.md, docs/spec/bullmq.md; docs/architecture.md, "Layout").
+// queue (docs/spec/queue.md, docs/spec/bullmq.md; docs/architecture.md, "Drivers").
 //
 // Every state change is one Lua script (the embedded scripts/*.lua, each
 // with a header stating its KEYS, ARGV and return values), run atomically
@@ -345,6 +345,10 @@ func OpenSource(ctx context.Context, opts Options) (*Source, error) {
 
 // checkEviction refuses a server that may evict keys.
 func (s *Source) checkEviction(ctx context.Context) error {
+	// A server that does not answer is that, not an eviction policy.
+	if err := s.c.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redis: the server does not answer: %w", err)
+	}
 	check := func(ctx context.Context, c goredis.UniversalClient) error {
 		m, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
 		if err != nil {

@@ -78,7 +78,7 @@ func run(ctx context.Context, out string) error {
 	res, err := queue.Enqueue(ctx, &jobv1.Job{
 		Kind:           jobv1.KindTemplate,
 		Template:       "reset-password",
-		Context:        map[string]any{"name": "Ada", "url": "https://app.example.com/reset?token=abc"},
+		Context:        map[string]any{"name": "Ada", "url": "https://app.example.com/reset?token=abc", "product": "Hirevel"},
 		Locale:         "de",
 		From:           "Hirevel <no-reply@example.com>",
 		To:             []string{"ada@example.com"},

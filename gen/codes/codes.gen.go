@@ -158,14 +158,16 @@ const (
 	QueueInvalidOutcome Code = "queue.invalid_outcome"
 
 	// QueueLost is "queue.lost": the store gave the job up itself (stalled too
-	// often) and the handler never settled it.
+	// often) and the handler never settled it. (A code of BullMQ; no driver of
+	// this repository gives it yet.)
 	//
 	// Where: failure. State: delivery_unknown. Level: error. Spec: bullmq.md, The
 	// workers it makes.
 	QueueLost Code = "queue.lost"
 
 	// QueueReleased is "queue.released": a release without a lease token, or a
-	// retry where the store cannot release.
+	// retry where the store cannot release. (A code of BullMQ; no driver of this
+	// repository gives it yet.)
 	//
 	// Where: failure. State: queued. Level: warn. Spec: queue.md, Codes.
 	QueueReleased Code = "queue.released"
@@ -247,6 +249,13 @@ const (
 	// Where: failure. State: released. Level: warn. Spec: mailer; the spec's row
 	// "the worker stops before the send", which names no code.
 	QueueStopped Code = "queue.stopped"
+
+	// AuditEvent is "audit.event": an audit event, as audit.NewSlog writes it (job
+	// id, state, attempt, code, reason).
+	//
+	// Where: log. Level: info. Spec: mailer; queue.md, The audit and the log
+	// (createLoggerAuditSink).
+	AuditEvent Code = "audit.event"
 
 	// QueueEnqueued is "queue.enqueued": a job enqueued.
 	//
@@ -347,17 +356,20 @@ const (
 	QueueCloseAbandoned Code = "queue.close_abandoned"
 
 	// QueueChangeStreamFailed is "queue.change_stream_failed": the change stream
-	// failed, to be opened again.
+	// failed, to be opened again. (A code of the MongoDB outbox; no driver of this
+	// repository gives it yet.)
 	//
 	// Where: log. Level: warn. Spec: queue.md, Codes.
 	QueueChangeStreamFailed Code = "queue.change_stream_failed"
 
-	// QueueJobLost is "queue.job.lost": the store failed a job itself.
+	// QueueJobLost is "queue.job.lost": the store failed a job itself. (A code of
+	// BullMQ; no driver of this repository gives it yet.)
 	//
 	// Where: log. Level: error. Spec: bullmq.md, The workers it makes.
 	QueueJobLost Code = "queue.job.lost"
 
-	// QueueJobStalled is "queue.job.stalled": the store found a job stalled.
+	// QueueJobStalled is "queue.job.stalled": the store found a job stalled. (A
+	// code of BullMQ; no driver of this repository gives it yet.)
 	//
 	// Where: log. Level: warn. Spec: bullmq.md, The workers it makes.
 	QueueJobStalled Code = "queue.job.stalled"
@@ -388,7 +400,8 @@ const (
 	MailerQueueWorkerThrew Code = "MAILER_QUEUE_WORKER_THREW"
 
 	// MailerQueueRetainFailed is "MAILER_QUEUE_RETAIN_FAILED": the store refused
-	// to drop the data of a finished job.
+	// to drop the data of a finished job. (A code of BullMQ; no driver of this
+	// repository gives it yet.)
 	//
 	// Where: warning. Level: warn. Spec: queue.md, Codes.
 	MailerQueueRetainFailed Code = "MAILER_QUEUE_RETAIN_FAILED"
@@ -617,7 +630,7 @@ var infos = []Info{
 		Level: slog.LevelError,
 		Spec:  "bullmq.md, The workers it makes",
 		State: StateDeliveryUnknown,
-		What:  "The store gave the job up itself (stalled too often) and the handler never settled it.",
+		What:  "The store gave the job up itself (stalled too often) and the handler never settled it. (A code of BullMQ; no driver of this repository gives it yet.)",
 		Where: WhereFailure,
 	},
 	{
@@ -625,7 +638,7 @@ var infos = []Info{
 		Level: slog.LevelWarn,
 		Spec:  "queue.md, Codes",
 		State: StateQueued,
-		What:  "A release without a lease token, or a retry where the store cannot release.",
+		What:  "A release without a lease token, or a retry where the store cannot release. (A code of BullMQ; no driver of this repository gives it yet.)",
 		Where: WhereFailure,
 	},
 	{
@@ -715,6 +728,13 @@ var infos = []Info{
 		State: StateReleased,
 		What:  "The worker stopped before the send; the job is given back, its attempt not spent.",
 		Where: WhereFailure,
+	},
+	{
+		Code:  AuditEvent,
+		Level: slog.LevelInfo,
+		Spec:  "mailer; queue.md, The audit and the log (createLoggerAuditSink)",
+		What:  "An audit event, as audit.NewSlog writes it (job id, state, attempt, code, reason).",
+		Where: WhereLog,
 	},
 	{
 		Code:  QueueEnqueued,
@@ -839,21 +859,21 @@ var infos = []Info{
 		Code:  QueueChangeStreamFailed,
 		Level: slog.LevelWarn,
 		Spec:  "queue.md, Codes",
-		What:  "The change stream failed, to be opened again.",
+		What:  "The change stream failed, to be opened again. (A code of the MongoDB outbox; no driver of this repository gives it yet.)",
 		Where: WhereLog,
 	},
 	{
 		Code:  QueueJobLost,
 		Level: slog.LevelError,
 		Spec:  "bullmq.md, The workers it makes",
-		What:  "The store failed a job itself.",
+		What:  "The store failed a job itself. (A code of BullMQ; no driver of this repository gives it yet.)",
 		Where: WhereLog,
 	},
 	{
 		Code:  QueueJobStalled,
 		Level: slog.LevelWarn,
 		Spec:  "bullmq.md, The workers it makes",
-		What:  "The store found a job stalled.",
+		What:  "The store found a job stalled. (A code of BullMQ; no driver of this repository gives it yet.)",
 		Where: WhereLog,
 	},
 	{
@@ -888,7 +908,7 @@ var infos = []Info{
 		Code:  MailerQueueRetainFailed,
 		Level: slog.LevelWarn,
 		Spec:  "queue.md, Codes",
-		What:  "The store refused to drop the data of a finished job.",
+		What:  "The store refused to drop the data of a finished job. (A code of BullMQ; no driver of this repository gives it yet.)",
 		Where: WhereWarning,
 	},
 }
