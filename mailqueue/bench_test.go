@@ -208,3 +208,27 @@ func BenchmarkRenderBuildSendSMTP(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEnqueueReserveSettle is the narrow reading of the queue's
+// overhead: enqueue, reserve and settle, without the worker's handling of
+// the lease (open, checks) that BenchmarkQueueOverhead adds.
+func BenchmarkEnqueueReserveSettle(b *testing.B) {
+	mq := memory.New(memory.Options{Logger: quietLogger(), MaxJobs: 1 << 30, RetainData: memory.RetainNoData})
+	q, _ := mailqueue.New(mailqueue.Config{Driver: mq, Logger: quietLogger()})
+	ctx := context.Background()
+	src := mq.Source()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := q.Enqueue(ctx, benchJob(i)); err != nil {
+			b.Fatal(err)
+		}
+		ls, err := src.Reserve(ctx, mailqueue.ReserveParams{Limit: 1, LeaseDuration: time.Minute})
+		if err != nil || len(ls) != 1 {
+			b.Fatal(err)
+		}
+		if ok, err := src.Ack(ctx, mailqueue.AckParams{ID: ls[0].ID, Token: ls[0].Token}); !ok || err != nil {
+			b.Fatal(err)
+		}
+	}
+}
