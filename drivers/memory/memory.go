@@ -34,20 +34,14 @@ const (
 	DefaultRetainFinished = 10_000
 )
 
-// RetainData says which finished jobs keep their message (docs/spec/queue.md,
-// "What a job holds"). A job that drops it keeps its id, version and hash,
-// so an enqueue again is still told a duplicate.
-type RetainData string
+// RetainData is mailqueue.RetainData: every driver takes the same values.
+type RetainData = mailqueue.RetainData
 
-// The retention policies.
+// The values of RetainData, as mailqueue defines them.
 const (
-	// RetainFailedData keeps the message of the failed jobs only, for a retry
-	// by hand. The default.
-	RetainFailedData RetainData = "failed"
-	// RetainAllData keeps the message of every finished job.
-	RetainAllData RetainData = "all"
-	// RetainNoData keeps no message of a finished job.
-	RetainNoData RetainData = "none"
+	RetainFailedData = mailqueue.RetainFailedData
+	RetainAllData    = mailqueue.RetainAllData
+	RetainNoData     = mailqueue.RetainNoData
 )
 
 // Options configure the memory queue. A zero field takes the default.
@@ -81,34 +75,29 @@ type Options struct {
 	Fairness Fairness
 }
 
-// Fairness is how the memory queue shares its workers among tenants.
-type Fairness string
+// Fairness is mailqueue.Fairness: every driver takes the same values.
+type Fairness = mailqueue.Fairness
 
-// The fairness policies.
+// The values of Fairness, as mailqueue defines them.
 const (
-	FairnessNone   Fairness = "none"
-	FairnessTenant Fairness = "tenant"
+	FairnessNone   = mailqueue.FairnessNone
+	FairnessTenant = mailqueue.FairnessTenant
 )
 
 // ErrFull is returned by an enqueue that would hold more than MaxJobs jobs
 // queued or running. Nothing of the call is stored.
 var ErrFull = errors.New("memory: the queue holds MaxJobs jobs")
 
-// State is the state of a job in the memory queue.
-type State string
+// State is mailqueue.JobState: every driver tells the same states.
+type State = mailqueue.JobState
 
-// The states of a job.
+// The values of State, as mailqueue defines them.
 const (
-	// StateQueued: waiting to be due, or due and waiting for a worker.
-	StateQueued State = "queued"
-	// StateRunning: leased by a run.
-	StateRunning State = "running"
-	// StateAccepted: done, the message accepted.
-	StateAccepted State = "accepted"
-	// StateFailed: failed for good.
-	StateFailed State = "failed"
-	// StateDeliveryUnknown: failed for good, the message may have gone.
-	StateDeliveryUnknown State = "delivery_unknown"
+	StateQueued          = mailqueue.JobQueued
+	StateRunning         = mailqueue.JobRunning
+	StateAccepted        = mailqueue.JobAccepted
+	StateFailed          = mailqueue.JobFailed
+	StateDeliveryUnknown = mailqueue.JobDeliveryUnknown
 )
 
 // Job is what the memory queue tells of a job.

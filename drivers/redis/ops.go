@@ -12,29 +12,19 @@ import (
 
 	"github.com/alexify/mailer/gen/codes"
 	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/mailqueue"
 )
 
-// State is the state of a job in the Redis queue.
-type State string
+// State is mailqueue.JobState: every driver tells the same states.
+type State = mailqueue.JobState
 
-// The states of a job.
+// The values of State, as mailqueue defines them.
 const (
-	// StateQueued: waiting to be due, or due and waiting for a worker. An
-	// enqueue, a retry, a release, a lease that ran out and RetryFailed move
-	// a job here; a reserve moves it to running.
-	StateQueued State = "queued"
-	// StateRunning: leased by a run. Its settle moves it on; when its lease
-	// runs out, a reserve queues it again as a redelivery.
-	StateRunning State = "running"
-	// StateAccepted: done, the message accepted (Ack). Kept for the dedupe
-	// window.
-	StateAccepted State = "accepted"
-	// StateFailed: failed for good (Fail). Kept RetainFailed; RetryFailed
-	// queues it again.
-	StateFailed State = "failed"
-	// StateDeliveryUnknown: failed for good, the message may have gone
-	// (Fail). Kept RetainFailed; RetryFailed queues it again.
-	StateDeliveryUnknown State = "delivery_unknown"
+	StateQueued          = mailqueue.JobQueued
+	StateRunning         = mailqueue.JobRunning
+	StateAccepted        = mailqueue.JobAccepted
+	StateFailed          = mailqueue.JobFailed
+	StateDeliveryUnknown = mailqueue.JobDeliveryUnknown
 )
 
 // Job is what the Redis queue tells of a job.

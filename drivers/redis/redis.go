@@ -102,33 +102,23 @@ const (
 	enqueueChunk = 64
 )
 
-// RetainData says which finished jobs keep their message (docs/spec/queue.md,
-// "What a job holds"). A job that drops it keeps its id, version and hash,
-// so an enqueue again is still told a duplicate.
-type RetainData string
+// RetainData is mailqueue.RetainData: every driver takes the same values.
+type RetainData = mailqueue.RetainData
 
-// The retention policies.
+// The values of RetainData, as mailqueue defines them.
 const (
-	// RetainFailedData keeps the message of the failed jobs only, for a retry
-	// by hand. The default.
-	RetainFailedData RetainData = "failed"
-	// RetainAllData keeps the message of every finished job.
-	RetainAllData RetainData = "all"
-	// RetainNoData keeps no message of a finished job.
-	RetainNoData RetainData = "none"
+	RetainFailedData = mailqueue.RetainFailedData
+	RetainAllData    = mailqueue.RetainAllData
+	RetainNoData     = mailqueue.RetainNoData
 )
 
-// Fairness is how a queue shares its workers among tenants (docs/spec/queue.md,
-// "Tenants in turn").
-type Fairness string
+// Fairness is mailqueue.Fairness: every driver takes the same values.
+type Fairness = mailqueue.Fairness
 
-// The fairness policies.
+// The values of Fairness, as mailqueue defines them.
 const (
-	// FairnessNone takes jobs by priority, then time. The default.
-	FairnessNone Fairness = "none"
-	// FairnessTenant takes a high job of any tenant first, then the tenants
-	// in turn, a job each, the jobs of no tenant as one more.
-	FairnessTenant Fairness = "tenant"
+	FairnessNone   = mailqueue.FairnessNone
+	FairnessTenant = mailqueue.FairnessTenant
 )
 
 // Options configure a Redis queue. A zero field takes the default.
