@@ -41,6 +41,8 @@ type fieldDef struct {
 	name, json string
 	typ        func() *jen.Statement
 	conv       convFunc // the expression turning a decoded JSON value into typ
+	ts         string   // the TypeScript type
+	tsDoc      string   // the schema's description, for the TypeScript declarations
 	required   bool
 	doc        string
 }
@@ -364,8 +366,12 @@ func (m *jobModel) named(title string, s *node) (*typeDef, error) {
 		if err != nil {
 			return nil, err
 		}
+		ts, err := m.tsType(p)
+		if err != nil {
+			return nil, err
+		}
 		desc, _ := m.kwStr(p, "description")
-		t.fields = append(t.fields, fieldDef{name: fname, json: pname, typ: typ, conv: conv, required: required[pname], doc: docFor(fname, desc)})
+		t.fields = append(t.fields, fieldDef{name: fname, json: pname, typ: typ, conv: conv, ts: ts, tsDoc: desc, required: required[pname], doc: docFor(fname, desc)})
 	}
 	return t, nil
 }
