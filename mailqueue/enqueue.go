@@ -50,18 +50,24 @@ func (q *Queue) prepare(in *jobv1.Job) (NewJob, Result, *Error) {
 			inline += len(job.Attachments[i].Content)
 		}
 	}
-	// Check the job as it will be stored, in its JSON form.
-	raw, err := json.Marshal(&job)
-	if err != nil {
-		e := newError(codes.QueueInvalidJob, "the job does not encode as JSON")
-		e.Err = err
-		return NewJob{}, Result{}, e
-	}
-	generic, err := decodeJSON(raw)
-	if err != nil {
-		e := newError(codes.QueueInvalidJob, "the job does not decode from its JSON")
-		e.Err = err
-		return NewJob{}, Result{}, e
+	// Check the job as it will be stored, in its JSON form: turned into
+	// JSON values directly (jobv1.EncodeValue), or through encoding/json
+	// when its context holds what only encoding/json knows how to write.
+	var generic any
+	if v, ok := jobv1.EncodeValue(&job); ok {
+		generic = v
+	} else {
+		raw, err := json.Marshal(&job)
+		if err != nil {
+			e := newError(codes.QueueInvalidJob, "the job does not encode as JSON")
+			e.Err = err
+			return NewJob{}, Result{}, e
+		}
+		if generic, err = decodeJSON(raw); err != nil {
+			e := newError(codes.QueueInvalidJob, "the job does not decode from its JSON")
+			e.Err = err
+			return NewJob{}, Result{}, e
+		}
 	}
 	if err := jobv1.ValidateValue(generic); err != nil {
 		return NewJob{}, Result{}, validationError(err)

@@ -207,6 +207,28 @@ func (m *jobModel) decodeFile() *jen.File {
 		),
 		jen.Return(jen.Id("j"), jen.Nil(), jen.Nil()),
 	)
+	f.Line()
+	f.Comment(comment(fmt.Sprintf("EncodeValue returns j as the JSON object encoding/json would decode its JSON into with UseNumber, without writing and reading the JSON: what ValidateValue and the hash take. ok is false when a value cannot be turned exactly (a context holding a struct, a pointer or a typed map or slice other than of strings): encode j with encoding/json then.")))
+	f.Func().Id("EncodeValue").Params(jen.Id("j").Op("*").Id(clear)).Params(jen.Id("v").Map(jen.String()).Any(), jen.Id("ok").Bool()).Block(
+		jen.Id("e").Op(":=").Op("&").Qual(schemafastPkg, "Encoder").Values(),
+		jen.Id("v").Op("=").Id("encode"+clear).Call(jen.Id("e"), jen.Id("j")),
+		jen.Return(jen.Id("v"), jen.Id("e").Dot("OK").Call()),
+	)
+	for _, t := range m.types {
+		if t.enum {
+			continue
+		}
+		var sets []jen.Code
+		for _, fd := range t.fields {
+			set := jen.Id("o").Index(jen.Lit(fd.json)).Op("=").Add(fd.enc(jen.Id("e"), jen.Id("t").Dot(fd.name)))
+			sets = append(sets, jen.If(jen.Op("!").Parens(fd.empty(jen.Id("t").Dot(fd.name)))).Block(set))
+		}
+		f.Line()
+		f.Comment(comment(fmt.Sprintf("encode%s turns a %s into its JSON object, leaving out the empty fields as omitempty does.", t.name, t.name)))
+		f.Func().Id("encode"+t.name).Params(jen.Id("e").Op("*").Qual(schemafastPkg, "Encoder"), jen.Id("t").Op("*").Id(t.name)).Map(jen.String()).Any().Block(
+			append([]jen.Code{jen.Id("o").Op(":=").Make(jen.Map(jen.String()).Any(), jen.Lit(len(t.fields)))}, append(sets, jen.Return(jen.Id("o")))...)...,
+		)
+	}
 	for _, t := range m.types {
 		if t.enum {
 			continue

@@ -40,12 +40,19 @@ type typeDef struct {
 type fieldDef struct {
 	name, json string
 	typ        func() *jen.Statement
-	conv       convFunc // the expression turning a decoded JSON value into typ
-	ts         string   // the TypeScript type
-	tsDoc      string   // the schema's description, for the TypeScript declarations
+	conv       convFunc                  // the expression turning a decoded JSON value into typ
+	enc        encFunc                   // the expression turning the Go value into a JSON value
+	empty      func(v jen.Code) jen.Code // the test omitempty leaves the field out by
+	ts         string                    // the TypeScript type
+	tsDoc      string                    // the schema's description, for the TypeScript declarations
 	required   bool
 	doc        string
 }
+
+// encFunc returns the expression that turns the Go value v of a field's
+// type into the JSON value encoding/json would decode its JSON into (with
+// UseNumber), with the schemafast.Encoder e.
+type encFunc func(e, v jen.Code) jen.Code
 
 // convFunc returns the expression that turns the JSON value v (as
 // encoding/json decodes it into an any, with UseNumber) into a field's Go
@@ -370,8 +377,12 @@ func (m *jobModel) named(title string, s *node) (*typeDef, error) {
 		if err != nil {
 			return nil, err
 		}
+		enc, empty, err := m.goEnc(p, true)
+		if err != nil {
+			return nil, err
+		}
 		desc, _ := m.kwStr(p, "description")
-		t.fields = append(t.fields, fieldDef{name: fname, json: pname, typ: typ, conv: conv, ts: ts, tsDoc: desc, required: required[pname], doc: docFor(fname, desc)})
+		t.fields = append(t.fields, fieldDef{name: fname, json: pname, typ: typ, conv: conv, enc: enc, empty: empty, ts: ts, tsDoc: desc, required: required[pname], doc: docFor(fname, desc)})
 	}
 	return t, nil
 }
@@ -559,4 +570,103 @@ func (m *jobModel) goConv(s *node, field bool) (convFunc, error) {
 		return call("Object"), nil
 	}
 	return func(d, v jen.Code) jen.Code { return v }, nil
+}
+
+// goEnc is goConv's inverse: the conversion of a field's Go value into a
+// JSON value, and the test of the value omitempty leaves out, for
+// EncodeValue.
+func (m *jobModel) goEnc(s *node, field bool) (encFunc, func(v jen.Code) jen.Code, error) {
+	call := func(method string) encFunc {
+		return func(e, v jen.Code) jen.Code { return jen.Add(e).Dot(method).Call(v) }
+	}
+	isZero := func(zero jen.Code) func(v jen.Code) jen.Code {
+		return func(v jen.Code) jen.Code { return jen.Add(v).Op("==").Add(zero) }
+	}
+	isEmpty := func(v jen.Code) jen.Code { return jen.Len(v).Op("==").Lit(0) }
+	isNil := isZero(jen.Nil())
+	if _, err := m.resolve(s); err != nil {
+		return nil, nil, err
+	}
+	if c := m.kw(s, "const"); c != nil {
+		switch c.kind {
+		case 'n':
+			if _, err := c.num.Int64(); err == nil {
+				return call("Int"), isZero(jen.Lit(0)), nil
+			}
+			return call("Float"), isZero(jen.Lit(0.0)), nil
+		case 's':
+			return func(e, v jen.Code) jen.Code { return v }, isZero(jen.Lit("")), nil
+		case 'b':
+			return call("Bool"), isZero(jen.False()), nil
+		}
+		return nil, nil, fmt.Errorf("%s: EncodeValue knows const numbers, strings and booleans only", displayPtr(s.ptr))
+	}
+	typ, _ := m.kwStr(s, "type")
+	if title, ok := m.kwStr(s, "title"); ok && (typ == "object" || m.kw(s, "enum") != nil) {
+		t, err := m.named(title, m.owner(s, "title"))
+		if err != nil {
+			return nil, nil, err
+		}
+		if t.enum {
+			return func(e, v jen.Code) jen.Code { return jen.String().Call(v) }, isZero(jen.Lit("")), nil
+		}
+		if field {
+			return func(e, v jen.Code) jen.Code { return jen.Id("encode"+t.name).Call(e, v) }, isNil, nil
+		}
+		return func(e, v jen.Code) jen.Code { return jen.Id("encode"+t.name).Call(e, jen.Op("&").Add(v)) }, nil, nil
+	}
+	switch typ {
+	case "string":
+		if ce, _ := m.kwStr(s, "contentEncoding"); ce == "base64" {
+			return call("Bytes"), isEmpty, nil
+		}
+		if f, _ := m.kwStr(s, "format"); f == "date-time" {
+			if field {
+				return func(e, v jen.Code) jen.Code { return jen.Add(e).Dot("Time").Call(jen.Op("*").Add(v)) }, isNil, nil
+			}
+			return call("Time"), nil, nil
+		}
+		return func(e, v jen.Code) jen.Code { return v }, isZero(jen.Lit("")), nil
+	case "integer":
+		return call("Int"), isZero(jen.Lit(0)), nil
+	case "number":
+		return call("Float"), isZero(jen.Lit(0.0)), nil
+	case "boolean":
+		return call("Bool"), isZero(jen.False()), nil
+	case "array":
+		items := m.kw(s, "items")
+		if items != nil && items.kind == 'o' {
+			if it, _ := m.kwStr(items, "type"); it == "string" && m.kw(items, "format") == nil && m.kw(items, "contentEncoding") == nil {
+				return call("Strings"), isEmpty, nil
+			}
+		}
+		if items == nil || items.kind != 'o' {
+			return nil, nil, fmt.Errorf("%s: EncodeValue needs typed items", displayPtr(s.ptr))
+		}
+		elem, _, err := m.goEnc(items, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		return func(e, v jen.Code) jen.Code {
+			return jen.Func().Params().Index().Any().Block(
+				jen.Id("out").Op(":=").Make(jen.Index().Any(), jen.Len(v)),
+				jen.For(jen.Id("i").Op(":=").Range().Add(v)).Block(
+					jen.Id("out").Index(jen.Id("i")).Op("=").Add(elem(e, jen.Add(v).Index(jen.Id("i")))),
+				),
+				jen.Return(jen.Id("out")),
+			).Call()
+		}, isEmpty, nil
+	case "object":
+		if ap := m.kw(s, "additionalProperties"); ap != nil && ap.kind == 'o' {
+			if at, _ := m.kwStr(ap, "type"); at == "string" && m.kw(ap, "format") == nil && m.kw(ap, "contentEncoding") == nil {
+				return call("StringMap"), isEmpty, nil
+			}
+			if _, typed := m.kwStr(ap, "type"); typed || ap.get("$ref") != nil {
+				return nil, nil, fmt.Errorf("%s: EncodeValue knows maps of strings only", displayPtr(s.ptr))
+			}
+		}
+		return call("Object"), isEmpty, nil
+	}
+	// Any other schema is an any in Go (goType).
+	return call("Any"), isNil, nil
 }

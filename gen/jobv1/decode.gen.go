@@ -68,6 +68,217 @@ func DecodeValue(v map[string]any) (*Job, *Sealed, error) {
 	return j, nil, nil
 }
 
+// EncodeValue returns j as the JSON object encoding/json would decode its JSON
+// into with UseNumber, without writing and reading the JSON: what
+// ValidateValue and the hash take. ok is false when a value cannot be turned
+// exactly (a context holding a struct, a pointer or a typed map or slice other
+// than of strings): encode j with encoding/json then.
+func EncodeValue(j *Job) (v map[string]any, ok bool) {
+	e := &schemafast.Encoder{}
+	v = encodeJob(e, j)
+	return v, e.OK()
+}
+
+// encodeJob turns a Job into its JSON object, leaving out the empty fields as
+// omitempty does.
+func encodeJob(e *schemafast.Encoder, t *Job) map[string]any {
+	o := make(map[string]any, 27)
+	if !(t.V == 0) {
+		o["v"] = e.Int(t.V)
+	}
+	if !(t.Kind == "") {
+		o["kind"] = string(t.Kind)
+	}
+	if !(t.Template == "") {
+		o["template"] = t.Template
+	}
+	if !(len(t.Context) == 0) {
+		o["context"] = e.Object(t.Context)
+	}
+	if !(t.Locale == "") {
+		o["locale"] = t.Locale
+	}
+	if !(t.Subject == "") {
+		o["subject"] = t.Subject
+	}
+	if !(t.Content == nil) {
+		o["content"] = encodeContent(e, t.Content)
+	}
+	if !(t.From == "") {
+		o["from"] = t.From
+	}
+	if !(len(t.To) == 0) {
+		o["to"] = func() []any {
+			out := make([]any, len(t.To))
+			for i := range t.To {
+				out[i] = t.To[i]
+			}
+			return out
+		}()
+	}
+	if !(len(t.Cc) == 0) {
+		o["cc"] = func() []any {
+			out := make([]any, len(t.Cc))
+			for i := range t.Cc {
+				out[i] = t.Cc[i]
+			}
+			return out
+		}()
+	}
+	if !(len(t.Bcc) == 0) {
+		o["bcc"] = func() []any {
+			out := make([]any, len(t.Bcc))
+			for i := range t.Bcc {
+				out[i] = t.Bcc[i]
+			}
+			return out
+		}()
+	}
+	if !(len(t.ReplyTo) == 0) {
+		o["replyTo"] = func() []any {
+			out := make([]any, len(t.ReplyTo))
+			for i := range t.ReplyTo {
+				out[i] = t.ReplyTo[i]
+			}
+			return out
+		}()
+	}
+	if !(len(t.Headers) == 0) {
+		o["headers"] = e.StringMap(t.Headers)
+	}
+	if !(len(t.Attachments) == 0) {
+		o["attachments"] = func() []any {
+			out := make([]any, len(t.Attachments))
+			for i := range t.Attachments {
+				out[i] = encodeAttachment(e, &t.Attachments[i])
+			}
+			return out
+		}()
+	}
+	if !(t.MessageID == "") {
+		o["messageId"] = t.MessageID
+	}
+	if !(t.IdempotencyKey == "") {
+		o["idempotencyKey"] = t.IdempotencyKey
+	}
+	if !(t.ScheduledAt == nil) {
+		o["scheduledAt"] = e.Time(*t.ScheduledAt)
+	}
+	if !(t.ExpiresAt == nil) {
+		o["expiresAt"] = e.Time(*t.ExpiresAt)
+	}
+	if !(t.TenantID == "") {
+		o["tenantId"] = t.TenantID
+	}
+	if !(t.CorrelationID == "") {
+		o["correlationId"] = t.CorrelationID
+	}
+	if !(t.MaxAttempts == 0) {
+		o["maxAttempts"] = e.Int(t.MaxAttempts)
+	}
+	if !(t.Priority == "") {
+		o["priority"] = string(t.Priority)
+	}
+	if !(t.Hash == "") {
+		o["hash"] = t.Hash
+	}
+	if !(t.KID == "") {
+		o["kid"] = t.KID
+	}
+	if !(t.MAC == "") {
+		o["mac"] = t.MAC
+	}
+	if !(t.EnqueuedAt == nil) {
+		o["enqueuedAt"] = e.Time(*t.EnqueuedAt)
+	}
+	if !(t.Trace == nil) {
+		o["trace"] = encodeTrace(e, t.Trace)
+	}
+	return o
+}
+
+// encodeContent turns a Content into its JSON object, leaving out the empty
+// fields as omitempty does.
+func encodeContent(e *schemafast.Encoder, t *Content) map[string]any {
+	o := make(map[string]any, 2)
+	if !(t.HTML == "") {
+		o["html"] = t.HTML
+	}
+	if !(t.Text == "") {
+		o["text"] = t.Text
+	}
+	return o
+}
+
+// encodeAttachment turns a Attachment into its JSON object, leaving out the
+// empty fields as omitempty does.
+func encodeAttachment(e *schemafast.Encoder, t *Attachment) map[string]any {
+	o := make(map[string]any, 6)
+	if !(t.Filename == "") {
+		o["filename"] = t.Filename
+	}
+	if !(t.ContentType == "") {
+		o["contentType"] = t.ContentType
+	}
+	if !(len(t.Content) == 0) {
+		o["content"] = e.Bytes(t.Content)
+	}
+	if !(t.Ref == "") {
+		o["ref"] = t.Ref
+	}
+	if !(t.ContentID == "") {
+		o["contentId"] = t.ContentID
+	}
+	if !(t.Disposition == "") {
+		o["disposition"] = string(t.Disposition)
+	}
+	return o
+}
+
+// encodeTrace turns a Trace into its JSON object, leaving out the empty fields
+// as omitempty does.
+func encodeTrace(e *schemafast.Encoder, t *Trace) map[string]any {
+	o := make(map[string]any, 2)
+	if !(t.Traceparent == "") {
+		o["traceparent"] = t.Traceparent
+	}
+	if !(t.Tracestate == "") {
+		o["tracestate"] = t.Tracestate
+	}
+	return o
+}
+
+// encodeSealed turns a Sealed into its JSON object, leaving out the empty
+// fields as omitempty does.
+func encodeSealed(e *schemafast.Encoder, t *Sealed) map[string]any {
+	o := make(map[string]any, 8)
+	if !(t.V == 0) {
+		o["v"] = e.Int(t.V)
+	}
+	if !(t.Hash == "") {
+		o["hash"] = t.Hash
+	}
+	if !(t.EnqueuedAt == nil) {
+		o["enqueuedAt"] = e.Time(*t.EnqueuedAt)
+	}
+	if !(t.CorrelationID == "") {
+		o["correlationId"] = t.CorrelationID
+	}
+	if !(t.KID == "") {
+		o["kid"] = t.KID
+	}
+	if !(t.MAC == "") {
+		o["mac"] = t.MAC
+	}
+	if !(t.Trace == nil) {
+		o["trace"] = encodeTrace(e, t.Trace)
+	}
+	if !(t.Enc == "") {
+		o["enc"] = t.Enc
+	}
+	return o
+}
+
 // decodeJob decodes a Job from its JSON object; nil for a nil object.
 func decodeJob(d *schemafast.Decoder, o map[string]any) *Job {
 	if o == nil {

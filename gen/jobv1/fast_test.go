@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -161,4 +162,80 @@ func TestMailboxRefusesAnAddressInTheDisplayName(t *testing.T) {
 			t.Errorf("%q passed", s)
 		}
 	}
+}
+
+// numbersByValue compares JSON numbers by the float64 they name: encoding/json
+// and EncodeValue may spell one differently (1e-06, 0.000001), and the hash
+// and the stored bytes write it again in canonical form anyway.
+var numbersByValue = cmp.Comparer(func(a, b json.Number) bool {
+	fa, ea := a.Float64()
+	fb, eb := b.Float64()
+	return ea == nil && eb == nil && fa == fb || a == b
+})
+
+// encodeBoth turns j into a JSON value through encoding/json and through
+// EncodeValue, and fails the test when they differ.
+func encodeBoth(t testing.TB, j *Job) {
+	t.Helper()
+	got, ok := EncodeValue(j)
+	raw, err := json.Marshal(j)
+	if err != nil {
+		if ok {
+			t.Fatalf("encoding/json refuses a job EncodeValue takes: %v", err)
+		}
+		return
+	}
+	if !ok {
+		return
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var want any
+	if err := d.Decode(&want); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, any(got), numbersByValue); diff != "" {
+		t.Fatalf("EncodeValue differs from encoding/json (-json +EncodeValue):\n%s", diff)
+	}
+}
+
+func TestEncodeValueIsEncodingJSON(t *testing.T) {
+	valid, _ := vectorJobs(t)
+	for _, data := range append(valid, []byte(validTemplate), []byte(validContent)) {
+		j, _, err := Decode(data)
+		if err != nil || j == nil {
+			continue
+		}
+		encodeBoth(t, j)
+	}
+	at := time.Date(2026, 11, 30, 12, 0, 0, 123000000, time.FixedZone("x", 3600))
+	encodeBoth(t, &Job{V: 1, Kind: KindContent, From: "a@example.com", To: []string{"b@example.com"},
+		Context: map[string]any{"n": 1, "f": 0.000001, "big": 1e21, "neg": int64(-5), "u": uint(7), "s": []string{"a"}, "m": map[string]string{"k": "v"},
+			"nested": []any{map[string]any{"x": nil, "y": true}, []any(nil)}, "nilmap": map[string]any(nil)},
+		ScheduledAt: &at, Attachments: []Attachment{{Filename: "a", Content: []byte{0, 1, 2}}, {Ref: "r"}}, Headers: map[string]string{"X-A": "b"}})
+	if _, ok := EncodeValue(&Job{Context: map[string]any{"t": time.Now()}}); ok {
+		t.Error("EncodeValue took a time.Time in the context")
+	}
+	if _, ok := EncodeValue(&Job{Context: map[string]any{"p": new(string)}}); ok {
+		t.Error("EncodeValue took a pointer in the context")
+	}
+}
+
+// FuzzEncodeValue checks on any job that EncodeValue gives what encoding/json
+// does. Run it with: go test ./gen/jobv1 -run '^$' -fuzz FuzzEncodeValue
+func FuzzEncodeValue(f *testing.F) {
+	valid, _ := vectorJobs(f)
+	for _, j := range valid {
+		f.Add(j)
+	}
+	f.Add([]byte(validTemplate))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var j Job
+		d := json.NewDecoder(bytes.NewReader(data))
+		d.UseNumber()
+		if d.Decode(&j) != nil {
+			return
+		}
+		encodeBoth(t, &j)
+	})
 }

@@ -327,3 +327,131 @@ func (d *Decoder) StringMap(v any) map[string]string {
 	}
 	return out
 }
+
+// Encoder turns the Go values of the generated types into the values
+// encoding/json would decode their JSON into with UseNumber (EncodeValue),
+// without writing and reading the JSON. A value it cannot turn exactly (a
+// context holding a struct, a typed map or slice other than of strings, a
+// pointer, a time out of RFC 3339's years) makes OK false: the caller then
+// goes through encoding/json.
+type Encoder struct {
+	bad bool
+}
+
+// OK reports whether every value was turned exactly.
+func (e *Encoder) OK() bool { return !e.bad }
+
+// Int returns n as a JSON number.
+func (e *Encoder) Int(n int) any { return json.Number(strconv.Itoa(n)) }
+
+// Float returns f as a JSON number.
+func (e *Encoder) Float(f float64) any {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		e.bad = true
+		return nil
+	}
+	return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
+}
+
+// Bool returns b.
+func (e *Encoder) Bool(b bool) any { return b }
+
+// Bytes returns b in standard base64, as encoding/json writes a []byte.
+func (e *Encoder) Bytes(b []byte) any { return base64.StdEncoding.EncodeToString(b) }
+
+// Time returns t as time.Time's MarshalJSON writes it (RFC 3339 with
+// nanoseconds).
+func (e *Encoder) Time(t time.Time) any {
+	if y := t.Year(); y < 0 || y > 9999 {
+		e.bad = true
+	}
+	return t.Format(time.RFC3339Nano)
+}
+
+// Strings returns a as a JSON array of strings.
+func (e *Encoder) Strings(a []string) any {
+	out := make([]any, len(a))
+	for i, s := range a {
+		out[i] = s
+	}
+	return out
+}
+
+// StringMap returns m as a JSON object of strings.
+func (e *Encoder) StringMap(m map[string]string) any {
+	out := make(map[string]any, len(m))
+	for k, s := range m {
+		out[k] = s
+	}
+	return out
+}
+
+// Object returns m, a map of plain values (what encoding/json decodes into
+// an any, and Go numbers, []string and map[string]string), as JSON values.
+func (e *Encoder) Object(m map[string]any) any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = e.plain(v, 0)
+	}
+	return out
+}
+
+func (e *Encoder) plain(v any, depth int) any {
+	if depth > 64 {
+		e.bad = true
+		return nil
+	}
+	switch x := v.(type) {
+	case nil, string, bool, json.Number:
+		return x
+	case float64:
+		return e.Float(x)
+	case float32:
+		return e.Float(float64(x))
+	case int:
+		return json.Number(strconv.FormatInt(int64(x), 10))
+	case int64:
+		return json.Number(strconv.FormatInt(x, 10))
+	case int32:
+		return json.Number(strconv.FormatInt(int64(x), 10))
+	case uint:
+		return json.Number(strconv.FormatUint(uint64(x), 10))
+	case uint64:
+		return json.Number(strconv.FormatUint(x, 10))
+	case uint32:
+		return json.Number(strconv.FormatUint(uint64(x), 10))
+	case []any:
+		if x == nil {
+			return nil // encoding/json writes a nil slice as null
+		}
+		out := make([]any, len(x))
+		for i, y := range x {
+			out[i] = e.plain(y, depth+1)
+		}
+		return out
+	case []string:
+		if x == nil {
+			return nil
+		}
+		return e.Strings(x)
+	case map[string]any:
+		if x == nil {
+			return nil
+		}
+		out := make(map[string]any, len(x))
+		for k, y := range x {
+			out[k] = e.plain(y, depth+1)
+		}
+		return out
+	case map[string]string:
+		if x == nil {
+			return nil
+		}
+		return e.StringMap(x)
+	}
+	e.bad = true
+	return nil
+}
+
+// Any returns v, a plain value (see Object), as a JSON value.
+func (e *Encoder) Any(v any) any { return e.plain(v, 0) }

@@ -69,6 +69,126 @@ func DecodeValue(v map[string]any) (*Note, *Sealed, error) {
 	return j, nil, nil
 }
 
+// EncodeValue returns j as the JSON object encoding/json would decode its JSON
+// into with UseNumber, without writing and reading the JSON: what
+// ValidateValue and the hash take. ok is false when a value cannot be turned
+// exactly (a context holding a struct, a pointer or a typed map or slice other
+// than of strings): encode j with encoding/json then.
+func EncodeValue(j *Note) (v map[string]any, ok bool) {
+	e := &schemafast.Encoder{}
+	v = encodeNote(e, j)
+	return v, e.OK()
+}
+
+// encodeNote turns a Note into its JSON object, leaving out the empty fields
+// as omitempty does.
+func encodeNote(e *schemafast.Encoder, t *Note) map[string]any {
+	o := make(map[string]any, 14)
+	if !(t.V == 0) {
+		o["v"] = e.Int(t.V)
+	}
+	if !(t.Kind == "") {
+		o["kind"] = string(t.Kind)
+	}
+	if !(len(t.To) == 0) {
+		o["to"] = func() []any {
+			out := make([]any, len(t.To))
+			for i := range t.To {
+				out[i] = t.To[i]
+			}
+			return out
+		}()
+	}
+	if !(t.UserID == "") {
+		o["userId"] = t.UserID
+	}
+	if !(t.SentAt == nil) {
+		o["sentAt"] = e.Time(*t.SentAt)
+	}
+	if !(len(t.Blob) == 0) {
+		o["blob"] = e.Bytes(t.Blob)
+	}
+	if !(len(t.Labels) == 0) {
+		o["labels"] = e.StringMap(t.Labels)
+	}
+	if !(len(t.Extra) == 0) {
+		o["extra"] = e.Object(t.Extra)
+	}
+	if !(t.Count == 0) {
+		o["count"] = e.Int(t.Count)
+	}
+	if !(t.Ratio == 0.0) {
+		o["ratio"] = e.Float(t.Ratio)
+	}
+	if !(t.Urgent == false) {
+		o["urgent"] = e.Bool(t.Urgent)
+	}
+	if !(len(t.Parts) == 0) {
+		o["parts"] = func() []any {
+			out := make([]any, len(t.Parts))
+			for i := range t.Parts {
+				out[i] = encodePart(e, &t.Parts[i])
+			}
+			return out
+		}()
+	}
+	if !(len(t.Times) == 0) {
+		o["times"] = func() []any {
+			out := make([]any, len(t.Times))
+			for i := range t.Times {
+				out[i] = e.Time(t.Times[i])
+			}
+			return out
+		}()
+	}
+	if !(t.Meta == nil) {
+		o["meta"] = encodeMeta(e, t.Meta)
+	}
+	return o
+}
+
+// encodePart turns a Part into its JSON object, leaving out the empty fields
+// as omitempty does.
+func encodePart(e *schemafast.Encoder, t *Part) map[string]any {
+	o := make(map[string]any, 2)
+	if !(t.Ref == "") {
+		o["ref"] = t.Ref
+	}
+	if !(len(t.Data) == 0) {
+		o["data"] = e.Bytes(t.Data)
+	}
+	return o
+}
+
+// encodeMeta turns a Meta into its JSON object, leaving out the empty fields
+// as omitempty does.
+func encodeMeta(e *schemafast.Encoder, t *Meta) map[string]any {
+	o := make(map[string]any, 2)
+	if !(t.HTMLURL == "") {
+		o["htmlUrl"] = t.HTMLURL
+	}
+	if !(t.APIKID == "") {
+		o["apiKid"] = t.APIKID
+	}
+	return o
+}
+
+// encodeSealed turns a Sealed into its JSON object, leaving out the empty
+// fields as omitempty does.
+func encodeSealed(e *schemafast.Encoder, t *Sealed) map[string]any {
+	o := make(map[string]any, 3)
+	if !(t.V == 0) {
+		o["v"] = e.Int(t.V)
+	}
+	if !(t.Meta == nil) {
+		o["meta"] = encodeMeta(e, t.Meta)
+	}
+	if !(t.Enc == "") {
+		o["enc"] = t.Enc
+	}
+	return o
+}
+
 // decodeNote decodes a Note from its JSON object; nil for a nil object.
 func decodeNote(d *schemafast.Decoder, o map[string]any) *Note {
 	if o == nil {
