@@ -297,7 +297,7 @@ func checkText(data []byte) error {
 }
 
 func hex4(data []byte, at int) (rune, bool) {
-	if at+4 > len(data) || at < 2 {
+	if at+4 > len(data) {
 		return 0, false
 	}
 	var u rune

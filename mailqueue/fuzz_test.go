@@ -57,7 +57,7 @@ func FuzzOpen(f *testing.F) {
 			}
 			if signed && o.code == "queue.codec_failed" || signed && o.code == "queue.codec_missing" {
 				// The mac was verified before the codec was asked.
-				if obj, err := decodeObject(data); err != nil || !verify(ks, obj) {
+				if obj, err := decodeStored(data); err != nil || !verify(ks, obj) {
 					t.Fatalf("an unverified job reached the codec: %+v", o)
 				}
 			}

@@ -259,7 +259,7 @@ func TestVectorsSigned(t *testing.T) {
 			if string(nj.Data) != v.StoredJSON || res.Hash != v.Hash {
 				t.Errorf("prepare stored\n%s\nwant\n%s", nj.Data, v.StoredJSON)
 			}
-			stored, err := decodeObject([]byte(v.StoredJSON))
+			stored, err := decodeStored([]byte(v.StoredJSON))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -244,7 +244,7 @@ func openJob(ctx context.Context, data []byte, keys []SigningKey, codec Codec) (
 			}
 			return nil, o
 		}
-		inner, err := decodeObject(sealedJSON)
+		inner, err := decodeStored(sealedJSON)
 		if err != nil {
 			return nil, failed(codes.QueueInvalidJob, "the sealed job does not open to a JSON object: "+err.Error())
 		}
@@ -326,16 +326,16 @@ func expiresOf(obj map[string]any) *time.Time {
 	return &t
 }
 
-// decodeObject decodes data as a JSON object, numbers as json.Number, and
-// refuses duplicate member names (I-JSON, RFC 7493, which RFC 8785 asks
-// for): with two names alike, what is verified and what is sent could
-// differ between readers.
-// decodeStored decodes a stored job into a JSON object. Text that is not UTF-8, or a \u escape of a lone surrogate, is
-// refused (docs/wire.md): encoding/json would turn either into U+FFFD, and
-// the job would be read as another message than the one its producer
-// hashed. A job stored as canonical JSON, as this kit stores it, holds no name
-// twice (a second one would be lost and the bytes would differ); only other
-// bytes take the slower scan for names that appear twice.
+// decodeStored decodes a stored job, or the opened part of a sealed one,
+// into a JSON object, numbers as json.Number. It refuses text that is not
+// UTF-8 or escapes a lone surrogate (encoding/json would turn either into
+// U+FFFD, and the job would be read as another message than the one its
+// producer hashed) and duplicate member names (I-JSON, RFC 7493, which
+// RFC 8785 asks for: with two names alike, what is verified and what is
+// sent could differ between readers). Bytes in canonical JSON, as this kit
+// stores them, hold no name twice (a second one would be lost and the bytes
+// would differ); only other bytes take the slower scan for them
+// (docs/wire.md).
 func decodeStored(data []byte) (map[string]any, error) {
 	if err := checkText(data); err != nil {
 		return nil, err
@@ -356,21 +356,6 @@ func decodeStored(data []byte) (map[string]any, error) {
 		if err := checkNoDuplicates(data); err != nil {
 			return nil, err
 		}
-	}
-	return obj, nil
-}
-
-func decodeObject(data []byte) (map[string]any, error) {
-	if err := checkNoDuplicates(data); err != nil {
-		return nil, err
-	}
-	v, err := decodeJSON(data)
-	if err != nil {
-		return nil, err
-	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return nil, errors.New("not an object")
 	}
 	return obj, nil
 }

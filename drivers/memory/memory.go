@@ -207,11 +207,9 @@ type Source struct {
 type record struct {
 	Job
 	seq   uint64 // the order it became due in
-	token string
+	token string // the lease's, while running
 	until time.Time
-	index int // in its heap
-	where int // 0 none, 1 ready, 2 scheduled
-	order uint64
+	order uint64 // the order it was enqueued in, for List
 }
 
 // NewSource returns an empty Source.
@@ -311,11 +309,9 @@ func (s *Source) queue(r *record, now time.Time) {
 	s.seq++
 	r.seq = s.seq
 	if r.RunAt.After(now) {
-		r.where = 2
 		heap.Push(&s.scheduled, r)
 		return
 	}
-	r.where = 1
 	s.ready[priorityIndex(r.Priority)].push(r)
 }
 
@@ -337,7 +333,6 @@ func (s *Source) Reserve(ctx context.Context, p mailqueue.ReserveParams) ([]*mai
 	s.reclaim(now)
 	for s.scheduled.Len() > 0 && !s.scheduled.items[0].RunAt.After(now) {
 		r := heap.Pop(&s.scheduled).(*record)
-		r.where = 1
 		s.ready[priorityIndex(r.Priority)].push(r)
 	}
 	s.endPauses(now)
@@ -352,7 +347,6 @@ func (s *Source) Reserve(ctx context.Context, p mailqueue.ReserveParams) ([]*mai
 			if r == nil {
 				break
 			}
-			r.where = 0
 			r.State = StateRunning
 			r.token = newToken()
 			r.until = now.Add(p.LeaseDuration)
@@ -677,7 +671,6 @@ func newToken() string {
 
 // hold keeps a due job of a paused tenant until its pause ends.
 func (s *Source) hold(r *record) {
-	r.where = 3
 	s.held[r.TenantID] = append(s.held[r.TenantID], r)
 }
 
@@ -694,7 +687,6 @@ func (s *Source) endPauses(now time.Time) {
 func (s *Source) resumeTenant(t string) {
 	delete(s.tenantPause, t)
 	for _, r := range s.held[t] {
-		r.where = 1
 		s.ready[priorityIndex(r.Priority)].push(r)
 	}
 	delete(s.held, t)
@@ -822,12 +814,9 @@ func (h recordHeap) Less(i, j int) bool {
 }
 func (h recordHeap) Swap(i, j int) {
 	h.items[i], h.items[j] = h.items[j], h.items[i]
-	h.items[i].index, h.items[j].index = i, j
 }
 func (h *recordHeap) Push(x any) {
-	r := x.(*record)
-	r.index = len(h.items)
-	h.items = append(h.items, r)
+	h.items = append(h.items, x.(*record))
 }
 func (h *recordHeap) Pop() any {
 	n := len(h.items)
