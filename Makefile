@@ -3,7 +3,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all generate check fmt vet gen-check test test-short fuzz bench bench-redis demo
+.PHONY: all generate check size fmt vet gen-check test test-short fuzz bench bench-redis demo
 
 all: check
 
@@ -12,7 +12,11 @@ generate:
 	$(GO) generate ./...
 
 ## check: formatting, vet, generated code current, tests with -race
-check: fmt vet gen-check test
+check: size fmt vet gen-check test
+
+## size: fail when a tracked file is over 1 MiB (build output, data)
+size:
+	@scripts/check-size.sh
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
