@@ -9,7 +9,10 @@
 //	func TestSource(t *testing.T) {
 //		conformance.TestSource(t, func(t *testing.T) conformance.Harness {
 //			fc := clock.NewFake(time.Now())
-//			src := memory.NewSource(memory.Options{Clock: fc})
+//			src, err := memory.NewSource(memory.Options{Clock: fc})
+//			if err != nil {
+//				t.Fatal(err)
+//			}
 //			return conformance.Harness{Source: src, Now: fc.Now, Advance: fc.Advance}
 //		})
 //	}

@@ -16,7 +16,7 @@ import (
 
 func memoryHarness(t *testing.T) conformance.Harness {
 	fc := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	src := memory.NewSource(memory.Options{Clock: fc})
+	src := mustMemorySource(t, memory.Options{Clock: fc})
 	return conformance.Harness{Source: src, Now: fc.Now, Advance: fc.Advance, DedupeWindow: memory.DefaultDedupeWindow, RetainFailed: memory.DefaultRetainFailed}
 }
 
@@ -32,7 +32,7 @@ func TestMemorySourceRealClock(t *testing.T) {
 		t.Skip("sleeps through leases; -short")
 	}
 	conformance.TestSource(t, func(t *testing.T) conformance.Harness {
-		return conformance.Harness{Source: memory.NewSource(memory.Options{})}
+		return conformance.Harness{Source: mustMemorySource(t, memory.Options{})}
 	})
 }
 

@@ -58,7 +58,7 @@ func quietLogger() *slog.Logger {
 // BenchmarkEnqueue measures Enqueue on the memory queue: the checks, the
 // ids, the hash and the store.
 func BenchmarkEnqueue(b *testing.B) {
-	mq := memory.New(memory.Options{Logger: quietLogger(), MaxJobs: 1 << 30})
+	mq := mustMemory(b, memory.Options{Logger: quietLogger(), MaxJobs: 1 << 30})
 	q, _ := mailqueue.New(mailqueue.Config{Driver: mq, Logger: quietLogger()})
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -82,7 +82,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 }
 
 func benchEndToEnd(b *testing.B, concurrency int, tr mail.Transport) {
-	mq := memory.New(memory.Options{Logger: quietLogger(), MaxJobs: 1 << 30, RetainData: memory.RetainNoData})
+	mq := mustMemory(b, memory.Options{Logger: quietLogger(), MaxJobs: 1 << 30, RetainData: mailqueue.RetainNoData})
 	q, _ := mailqueue.New(mailqueue.Config{Driver: mq, Logger: quietLogger()})
 	renderer, err := render.New(benchTemplates, render.Options{})
 	if err != nil {
@@ -118,7 +118,7 @@ func benchEndToEnd(b *testing.B, concurrency int, tr mail.Transport) {
 // classify the receipt) and the settle. It runs a content job through a
 // transport that takes the message without building it.
 func BenchmarkQueueOverhead(b *testing.B) {
-	mq := memory.New(memory.Options{Logger: quietLogger(), MaxJobs: 1 << 30, RetainData: memory.RetainNoData})
+	mq := mustMemory(b, memory.Options{Logger: quietLogger(), MaxJobs: 1 << 30, RetainData: mailqueue.RetainNoData})
 	q, _ := mailqueue.New(mailqueue.Config{Driver: mq, Logger: quietLogger()})
 	w, err := q.NewWorker(mailqueue.WorkerConfig{Transport: &nullTransport{}})
 	if err != nil {
@@ -213,7 +213,7 @@ func BenchmarkRenderBuildSendSMTP(b *testing.B) {
 // overhead: enqueue, reserve and settle, without the worker's handling of
 // the lease (open, checks) that BenchmarkQueueOverhead adds.
 func BenchmarkEnqueueReserveSettle(b *testing.B) {
-	mq := memory.New(memory.Options{Logger: quietLogger(), MaxJobs: 1 << 30, RetainData: memory.RetainNoData})
+	mq := mustMemory(b, memory.Options{Logger: quietLogger(), MaxJobs: 1 << 30, RetainData: mailqueue.RetainNoData})
 	q, _ := mailqueue.New(mailqueue.Config{Driver: mq, Logger: quietLogger()})
 	ctx := context.Background()
 	src := mq.Source()

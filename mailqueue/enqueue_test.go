@@ -31,7 +31,7 @@ func newQueueWith(t *testing.T, cfg mailqueue.Config, opts memory.Options) (*mai
 	t.Helper()
 	fc := clock.NewFake(t0)
 	opts.Clock = fc
-	mq := memory.New(opts)
+	mq := mustMemory(t, opts)
 	cfg.Driver, cfg.Clock = mq, fc
 	q, err := mailqueue.New(cfg)
 	if err != nil {
@@ -235,7 +235,7 @@ func TestEnqueueFixesIDs(t *testing.T) {
 }
 
 func TestNewRefusesBadConfig(t *testing.T) {
-	mq := memory.New(memory.Options{})
+	mq := mustMemory(t, memory.Options{})
 	n := 0
 	tests := map[string]mailqueue.Config{
 		"no driver":        {},

@@ -115,9 +115,9 @@ func newHarness(t *testing.T, wcfg mailqueue.WorkerConfig, opts memory.Options) 
 	logger := slog.New(h.logs)
 	opts.Clock, opts.Logger = h.fc, logger
 	if opts.RetainData == "" {
-		opts.RetainData = memory.RetainAllData
+		opts.RetainData = mailqueue.RetainAllData
 	}
-	h.mq = memory.New(opts)
+	h.mq = mustMemory(t, opts)
 	q, err := mailqueue.New(mailqueue.Config{Driver: h.mq, Clock: h.fc, Logger: logger, Audit: h.sink})
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +172,7 @@ func (h *harness) job(id string) memory.Job {
 
 // outcome is what a test asserts of a job after its runs.
 type outcome struct {
-	State    memory.State
+	State    mailqueue.JobState
 	Attempts int
 	Code     codes.Code
 }
@@ -198,17 +198,17 @@ func TestOutcomeOfAReceipt(t *testing.T) {
 		// delay is the least and most the job waits when it is queued.
 		minDelay, maxDelay time.Duration
 	}{
-		{"accepted", mail.Receipt{Category: mail.Accepted, Code: 250}, outcome{memory.StateAccepted, 1, ""}, 0, 0},
-		{"delivery unknown (a timeout after the request)", receiptOf(mail.DeliveryUnknown, 0), outcome{memory.StateDeliveryUnknown, 1, codes.DeliveryUnknown}, 0, 0},
-		{"retryable, attempts left", receiptOf(mail.Retryable, 451), outcome{memory.StateQueued, 1, codes.QueueSendFailed}, 0, 30 * time.Second},
-		{"retryable with a Retry-After", mail.Receipt{Category: mail.Retryable, Code: 421, RetryAfter: 2 * time.Minute}, outcome{memory.StateQueued, 1, codes.QueueSendFailed}, 2 * time.Minute, 2*time.Minute + 12*time.Second},
-		{"rate limited (scope job)", mail.Receipt{Category: mail.RateLimited, Code: 429, RetryAfter: 20 * time.Second}, outcome{memory.StateQueued, 1, codes.QueueRateLimited}, 20 * time.Second, 30 * time.Second},
-		{"refused: validation", receiptOf(mail.Validation, 555), outcome{memory.StateFailed, 1, codes.QueueMessageRefused}, 0, 0},
-		{"refused: rejected", receiptOf(mail.Rejected, 550), outcome{memory.StateFailed, 1, codes.QueueMessageRefused}, 0, 0},
-		{"refused: unsupported", receiptOf(mail.Unsupported, 553), outcome{memory.StateFailed, 1, codes.QueueMessageRefused}, 0, 0},
-		{"operator: auth", receiptOf(mail.Auth, 535), outcome{memory.StateQueued, 0, codes.QueueOperatorFailed}, 5 * time.Minute, 5 * time.Minute},
-		{"operator: configuration", receiptOf(mail.Configuration, 0), outcome{memory.StateQueued, 0, codes.QueueOperatorFailed}, 5 * time.Minute, 5 * time.Minute},
-		{"a receipt of no known category", mail.Receipt{Category: "weird"}, outcome{memory.StateFailed, 1, codes.QueueInvalidReceipt}, 0, 0},
+		{"accepted", mail.Receipt{Category: mail.Accepted, Code: 250}, outcome{mailqueue.JobAccepted, 1, ""}, 0, 0},
+		{"delivery unknown (a timeout after the request)", receiptOf(mail.DeliveryUnknown, 0), outcome{mailqueue.JobDeliveryUnknown, 1, codes.DeliveryUnknown}, 0, 0},
+		{"retryable, attempts left", receiptOf(mail.Retryable, 451), outcome{mailqueue.JobQueued, 1, codes.QueueSendFailed}, 0, 30 * time.Second},
+		{"retryable with a Retry-After", mail.Receipt{Category: mail.Retryable, Code: 421, RetryAfter: 2 * time.Minute}, outcome{mailqueue.JobQueued, 1, codes.QueueSendFailed}, 2 * time.Minute, 2*time.Minute + 12*time.Second},
+		{"rate limited (scope job)", mail.Receipt{Category: mail.RateLimited, Code: 429, RetryAfter: 20 * time.Second}, outcome{mailqueue.JobQueued, 1, codes.QueueRateLimited}, 20 * time.Second, 30 * time.Second},
+		{"refused: validation", receiptOf(mail.Validation, 555), outcome{mailqueue.JobFailed, 1, codes.QueueMessageRefused}, 0, 0},
+		{"refused: rejected", receiptOf(mail.Rejected, 550), outcome{mailqueue.JobFailed, 1, codes.QueueMessageRefused}, 0, 0},
+		{"refused: unsupported", receiptOf(mail.Unsupported, 553), outcome{mailqueue.JobFailed, 1, codes.QueueMessageRefused}, 0, 0},
+		{"operator: auth", receiptOf(mail.Auth, 535), outcome{mailqueue.JobQueued, 0, codes.QueueOperatorFailed}, 5 * time.Minute, 5 * time.Minute},
+		{"operator: configuration", receiptOf(mail.Configuration, 0), outcome{mailqueue.JobQueued, 0, codes.QueueOperatorFailed}, 5 * time.Minute, 5 * time.Minute},
+		{"a receipt of no known category", mail.Receipt{Category: "weird"}, outcome{mailqueue.JobFailed, 1, codes.QueueInvalidReceipt}, 0, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -217,7 +217,7 @@ func TestOutcomeOfAReceipt(t *testing.T) {
 			id := h.enqueue(contentJob())
 			h.drain()
 			j := h.check(id, tc.want)
-			if tc.want.State == memory.StateQueued {
+			if tc.want.State == mailqueue.JobQueued {
 				d := j.RunAt.Sub(h.fc.Now())
 				if d < tc.minDelay || d > tc.maxDelay {
 					t.Errorf("due in %v, want within [%v, %v]", d, tc.minDelay, tc.maxDelay)
@@ -260,11 +260,11 @@ func TestRetryThenLastAttempt(t *testing.T) {
 	j.MaxAttempts = 2
 	id := h.enqueue(j)
 	h.drain()
-	got := h.check(id, outcome{memory.StateQueued, 1, codes.QueueSendFailed})
+	got := h.check(id, outcome{mailqueue.JobQueued, 1, codes.QueueSendFailed})
 	h.fc.Set(got.RunAt)
 	h.mq.Wake()
 	h.drain()
-	h.check(id, outcome{memory.StateFailed, 2, codes.QueueAttemptsExhausted})
+	h.check(id, outcome{mailqueue.JobFailed, 2, codes.QueueAttemptsExhausted})
 	if diff := cmp.Diff([]mailqueue.AuditState{"queued", "rendered", "submitted", "queued", "rendered", "submitted", "failed"}, h.sink.States(id)); diff != "" {
 		t.Errorf("audit (-want +got):\n%s", diff)
 	}
@@ -279,7 +279,7 @@ func TestExpiry(t *testing.T) {
 		id := h.enqueue(j)
 		h.fc.Advance(2 * time.Minute)
 		h.start().drain()
-		h.check(id, outcome{memory.StateFailed, 1, codes.QueueExpired})
+		h.check(id, outcome{mailqueue.JobFailed, 1, codes.QueueExpired})
 		if h.tr.Attempts() != 0 {
 			t.Error("an expired job was sent")
 		}
@@ -292,7 +292,7 @@ func TestExpiry(t *testing.T) {
 		j.ExpiresAt = &exp
 		id := h.enqueue(j)
 		h.drain()
-		h.check(id, outcome{memory.StateFailed, 1, codes.QueueExpired})
+		h.check(id, outcome{mailqueue.JobFailed, 1, codes.QueueExpired})
 	})
 }
 
@@ -346,13 +346,13 @@ func TestRenderOutcomes(t *testing.T) {
 		renderer render.Renderer
 		want     outcome
 	}{
-		{"no renderer", nil, outcome{memory.StateFailed, 1, codes.RenderNoRenderer}},
-		{"a template missing", missing, outcome{memory.StateFailed, 1, codes.RenderFailed}},
-		{"a template that does not parse", broken, outcome{memory.StateFailed, 1, codes.RenderFailed}},
-		{"a template that fails to execute", execFails, outcome{memory.StateFailed, 1, codes.RenderFailed}},
-		{"no subject", noSubject, outcome{memory.StateFailed, 1, codes.RenderNoSubject}},
-		{"a loader outage", stubRenderer{err: &render.LoadError{Template: "welcome", Err: errors.New("template store down")}}, outcome{memory.StateQueued, 1, codes.RenderLoadFailed}},
-		{"a render timeout", stubRenderer{err: fmt.Errorf("render: %w", render.ErrTimeout)}, outcome{memory.StateQueued, 1, codes.RenderTimeout}},
+		{"no renderer", nil, outcome{mailqueue.JobFailed, 1, codes.RenderNoRenderer}},
+		{"a template missing", missing, outcome{mailqueue.JobFailed, 1, codes.RenderFailed}},
+		{"a template that does not parse", broken, outcome{mailqueue.JobFailed, 1, codes.RenderFailed}},
+		{"a template that fails to execute", execFails, outcome{mailqueue.JobFailed, 1, codes.RenderFailed}},
+		{"no subject", noSubject, outcome{mailqueue.JobFailed, 1, codes.RenderNoSubject}},
+		{"a loader outage", stubRenderer{err: &render.LoadError{Template: "welcome", Err: errors.New("template store down")}}, outcome{mailqueue.JobQueued, 1, codes.RenderLoadFailed}},
+		{"a render timeout", stubRenderer{err: fmt.Errorf("render: %w", render.ErrTimeout)}, outcome{mailqueue.JobQueued, 1, codes.RenderTimeout}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -389,17 +389,17 @@ func TestAttachmentOutcomes(t *testing.T) {
 		resolve func(context.Context, string, mailqueue.ResolveInfo) ([]byte, error)
 		want    outcome
 	}{
-		{"no resolver", nil, outcome{memory.StateFailed, 1, codes.QueueAttachmentUnresolved}},
+		{"no resolver", nil, outcome{mailqueue.JobFailed, 1, codes.QueueAttachmentUnresolved}},
 		{"a resolver outage", func(context.Context, string, mailqueue.ResolveInfo) ([]byte, error) {
 			return nil, errors.New("bucket unreachable")
-		}, outcome{memory.StateQueued, 1, codes.QueueAttachmentFailed}},
-		{"a resolver that gives nothing", func(context.Context, string, mailqueue.ResolveInfo) ([]byte, error) { return nil, nil }, outcome{memory.StateQueued, 1, codes.QueueAttachmentFailed}},
+		}, outcome{mailqueue.JobQueued, 1, codes.QueueAttachmentFailed}},
+		{"a resolver that gives nothing", func(context.Context, string, mailqueue.ResolveInfo) ([]byte, error) { return nil, nil }, outcome{mailqueue.JobQueued, 1, codes.QueueAttachmentFailed}},
 		{"resolved", func(_ context.Context, ref string, info mailqueue.ResolveInfo) ([]byte, error) {
 			if ref != "invoices/1.pdf" || info.Attachment.Filename != "invoice.pdf" || info.Job.IdempotencyKey != "invoice:1" {
 				return nil, fmt.Errorf("unexpected %q %+v", ref, info.Attachment)
 			}
 			return []byte("%PDF-1.7"), nil
-		}, outcome{memory.StateAccepted, 1, ""}},
+		}, outcome{mailqueue.JobAccepted, 1, ""}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -430,14 +430,14 @@ func TestAcceptedWithAnErrorIsAnInvalidReceipt(t *testing.T) {
 	h := newHarness(t, mailqueue.WorkerConfig{Transport: contradictoryTransport{}}, memory.Options{}).start()
 	id := h.enqueue(contentJob())
 	h.drain()
-	h.check(id, outcome{memory.StateFailed, 1, codes.QueueInvalidReceipt})
+	h.check(id, outcome{mailqueue.JobFailed, 1, codes.QueueInvalidReceipt})
 }
 
 func TestTransportPanicIsThrown(t *testing.T) {
 	h := newHarness(t, mailqueue.WorkerConfig{Transport: panickingTransport{}}, memory.Options{}).start()
 	id := h.enqueue(contentJob())
 	h.drain()
-	h.check(id, outcome{memory.StateFailed, 1, codes.QueueThrown})
+	h.check(id, outcome{mailqueue.JobFailed, 1, codes.QueueThrown})
 	recs := h.logs.find(string(codes.QueueThrown))
 	if len(recs) != 1 || !strings.Contains(recs[0].Attrs["stack"], "panickingTransport") || recs[0].Level != slog.LevelError {
 		t.Errorf("queue.thrown is not logged at error with its stack: %+v", recs)
@@ -454,16 +454,16 @@ func TestHooks(t *testing.T) {
 		}}, memory.Options{}).start()
 		id := h.enqueue(contentJob())
 		h.drain()
-		h.check(id, outcome{memory.StateFailed, 1, codes.QueueRefused})
+		h.check(id, outcome{mailqueue.JobFailed, 1, codes.QueueRefused})
 	})
 	for _, tc := range []struct {
 		decision mailqueue.Decision
 		want     outcome
 	}{
-		{mailqueue.DecideFail, outcome{memory.StateFailed, 1, codes.QueueMessageRefused}},
-		{mailqueue.DecideDeliveryUnknown, outcome{memory.StateDeliveryUnknown, 1, codes.DeliveryUnknown}},
-		{mailqueue.DecideRetry, outcome{memory.StateQueued, 1, codes.QueueSendFailed}},
-		{mailqueue.DecideByRules, outcome{memory.StateQueued, 0, codes.QueueOperatorFailed}},
+		{mailqueue.DecideFail, outcome{mailqueue.JobFailed, 1, codes.QueueMessageRefused}},
+		{mailqueue.DecideDeliveryUnknown, outcome{mailqueue.JobDeliveryUnknown, 1, codes.DeliveryUnknown}},
+		{mailqueue.DecideRetry, outcome{mailqueue.JobQueued, 1, codes.QueueSendFailed}},
+		{mailqueue.DecideByRules, outcome{mailqueue.JobQueued, 0, codes.QueueOperatorFailed}},
 	} {
 		t.Run("Classify "+string(tc.decision), func(t *testing.T) {
 			var seen mail.Receipt
@@ -501,14 +501,14 @@ func TestRedeliveries(t *testing.T) {
 		id := h.enqueue(templateJob())
 		h.redeliver(4)
 		h.start().drain()
-		h.check(id, outcome{memory.StateDeliveryUnknown, 1, codes.QueueRedeliveryExhausted})
+		h.check(id, outcome{mailqueue.JobDeliveryUnknown, 1, codes.QueueRedeliveryExhausted})
 	})
 	t.Run("MaxRedeliveries runs again are sent (policy send)", func(t *testing.T) {
 		h := newHarness(t, mailqueue.WorkerConfig{}, memory.Options{})
 		id := h.enqueue(contentJob())
 		h.redeliver(3)
 		h.start().drain()
-		h.check(id, outcome{memory.StateAccepted, 1, ""})
+		h.check(id, outcome{mailqueue.JobAccepted, 1, ""})
 		if len(h.logs.find(string(codes.QueueJobRedelivered))) != 1 {
 			t.Error("queue.job.redelivered not logged")
 		}
@@ -519,7 +519,7 @@ func TestRedeliveries(t *testing.T) {
 		_ = h.sink.Record(context.Background(), mailqueue.AuditEvent{JobID: id, Attempt: 1, State: mailqueue.AuditSubmitted})
 		h.redeliver(1)
 		h.start().drain()
-		h.check(id, outcome{memory.StateDeliveryUnknown, 1, codes.QueueRedelivered})
+		h.check(id, outcome{mailqueue.JobDeliveryUnknown, 1, codes.QueueRedelivered})
 		if h.tr.Attempts() != 0 {
 			t.Error("sent again after a run that may have sent it")
 		}
@@ -529,7 +529,7 @@ func TestRedeliveries(t *testing.T) {
 		id := h.enqueue(contentJob())
 		h.redeliver(1)
 		h.start().drain()
-		h.check(id, outcome{memory.StateAccepted, 1, ""})
+		h.check(id, outcome{mailqueue.JobAccepted, 1, ""})
 	})
 }
 
@@ -537,13 +537,13 @@ func TestStopping(t *testing.T) {
 	t.Run("before the send: given back unspent", func(t *testing.T) {
 		h := newHarness(t, mailqueue.WorkerConfig{Renderer: stubRenderer{block: true}}, memory.Options{}).start()
 		id := h.enqueue(templateJob())
-		waitFor(t, func() bool { return h.job(id).State == memory.StateRunning })
+		waitFor(t, func() bool { return h.job(id).State == mailqueue.JobRunning })
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		defer cancel()
 		if err := h.w.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
-		h.check(id, outcome{memory.StateQueued, 0, codes.QueueStopped})
+		h.check(id, outcome{mailqueue.JobQueued, 0, codes.QueueStopped})
 	})
 	t.Run("during the send: delivery unknown", func(t *testing.T) {
 		tr := &blockingTransport{started: make(chan struct{}, 1), release: make(chan struct{})}
@@ -555,7 +555,7 @@ func TestStopping(t *testing.T) {
 		if err := h.w.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
-		h.check(id, outcome{memory.StateDeliveryUnknown, 1, codes.QueueAborted})
+		h.check(id, outcome{mailqueue.JobDeliveryUnknown, 1, codes.QueueAborted})
 	})
 }
 
@@ -600,7 +600,7 @@ func TestAudit(t *testing.T) {
 			t.Fatal(err)
 		}
 		drain(t, h.mq)
-		h.check(r.ID, outcome{memory.StateAccepted, 1, ""})
+		h.check(r.ID, outcome{mailqueue.JobAccepted, 1, ""})
 		mu.Lock()
 		defer mu.Unlock()
 		if len(warned) == 0 || warned[0] != codes.MailerAuditFailed {
@@ -612,7 +612,7 @@ func TestAudit(t *testing.T) {
 		id := h.enqueue(contentJob())
 		h.sink.SetFailing(errors.New("audit store down"))
 		h.start().drain()
-		h.check(id, outcome{memory.StateQueued, 1, codes.AuditFailed})
+		h.check(id, outcome{mailqueue.JobQueued, 1, codes.AuditFailed})
 		if h.tr.Attempts() != 0 {
 			t.Error("sent without the audit")
 		}
@@ -640,37 +640,37 @@ func TestRateLimitScopes(t *testing.T) {
 		h.tr.Script(rateLimited)
 		first := h.enqueue(tenantJob("a", "1"))
 		h.drain()
-		h.check(first, outcome{memory.StateQueued, 0, codes.QueueRateLimited})
+		h.check(first, outcome{mailqueue.JobQueued, 0, codes.QueueRateLimited})
 		other := h.enqueue(tenantJob("b", "2"))
 		h.mq.Wake()
 		h.drain()
-		h.check(other, outcome{memory.StateQueued, 0, ""})
+		h.check(other, outcome{mailqueue.JobQueued, 0, ""})
 		if err := h.q.Resume(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		h.drain()
-		h.check(other, outcome{memory.StateAccepted, 1, ""})
+		h.check(other, outcome{mailqueue.JobAccepted, 1, ""})
 	})
 	t.Run("tenant", func(t *testing.T) {
 		h := newHarness(t, mailqueue.WorkerConfig{RateLimitScope: mailqueue.RateLimitTenant}, memory.Options{}).start()
 		h.tr.Script(rateLimited)
 		first := h.enqueue(tenantJob("a", "1"))
 		h.drain()
-		h.check(first, outcome{memory.StateQueued, 0, codes.QueueRateLimited})
+		h.check(first, outcome{mailqueue.JobQueued, 0, codes.QueueRateLimited})
 		sameTenant := h.enqueue(tenantJob("a", "2"))
 		otherTenant := h.enqueue(tenantJob("b", "3"))
 		h.drain()
-		h.check(otherTenant, outcome{memory.StateAccepted, 1, ""})
-		h.check(sameTenant, outcome{memory.StateQueued, 0, ""})
+		h.check(otherTenant, outcome{mailqueue.JobAccepted, 1, ""})
+		h.check(sameTenant, outcome{mailqueue.JobQueued, 0, ""})
 		if err := h.q.ResumeTenant(context.Background(), "a"); err != nil {
 			t.Fatal(err)
 		}
 		h.drain()
-		h.check(sameTenant, outcome{memory.StateAccepted, 1, ""})
+		h.check(sameTenant, outcome{mailqueue.JobAccepted, 1, ""})
 		// The first job waits for its own Retry-After, then goes.
 		h.fc.Advance(2 * time.Minute)
 		h.mq.Wake()
 		h.drain()
-		h.check(first, outcome{memory.StateAccepted, 1, ""})
+		h.check(first, outcome{mailqueue.JobAccepted, 1, ""})
 	})
 }

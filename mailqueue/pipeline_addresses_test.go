@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/alexify/mailer/drivers/memory"
 	"github.com/alexify/mailer/gen/codes"
 	"github.com/alexify/mailer/gen/jobv1"
 	"github.com/alexify/mailer/mail/smtptest"
@@ -129,12 +128,12 @@ func TestPipelineInternationalAddressesThroughSMTP(t *testing.T) {
 			t.Fatal(err)
 		}
 		drain(t, mq)
-		if got, _ := mq.Get(idn.ID); got.State != memory.StateAccepted {
+		if got, _ := mq.Get(idn.ID); got.State != mailqueue.JobAccepted {
 			t.Fatalf("IDN job: %s %s %s", got.State, got.Code, got.Reason)
 		}
 		// The local part that is not ASCII fails for good at once, no retry.
 		got, _ := mq.Get(local.ID)
-		if got.State != memory.StateFailed || got.Code != codes.QueueMessageRefused || got.Attempts != 1 {
+		if got.State != mailqueue.JobFailed || got.Code != codes.QueueMessageRefused || got.Attempts != 1 {
 			t.Errorf("local part not ASCII: state %s, code %s, attempts %d; want failed, queue.message_refused, 1", got.State, got.Code, got.Attempts)
 		}
 		msgs := srv.Messages()

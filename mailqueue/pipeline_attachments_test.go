@@ -101,7 +101,7 @@ func TestPipelineAttachmentByReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	drain(t, mq)
-	if got, _ := mq.Get(r.ID); got.State != memory.StateAccepted {
+	if got, _ := mq.Get(r.ID); got.State != mailqueue.JobAccepted {
 		t.Fatalf("state %s, code %s: %s", got.State, got.Code, got.Reason)
 	}
 	if len(rec.infos) != 1 || rec.refs[0] != "legal/terms.pdf" || rec.infos[0].Job == nil || rec.infos[0].Attachment == nil ||
@@ -149,7 +149,7 @@ func TestPipelineAttachmentResolveFailures(t *testing.T) {
 		}
 		drain(t, mq)
 		got, _ := mq.Get(r.ID)
-		if got.State != memory.StateFailed || got.Code != codes.QueueAttachmentUnresolved || got.Attempts != 1 || tr.n() != 0 {
+		if got.State != mailqueue.JobFailed || got.Code != codes.QueueAttachmentUnresolved || got.Attempts != 1 || tr.n() != 0 {
 			t.Errorf("state %s, code %s, attempts %d, sends %d; want failed, queue.attachment_unresolved, 1, 0", got.State, got.Code, got.Attempts, tr.n())
 		}
 	})
@@ -167,7 +167,7 @@ func TestPipelineAttachmentResolveFailures(t *testing.T) {
 		}
 		drain(t, mq)
 		got, _ := mq.Get(r.ID)
-		if got.State != memory.StateFailed || got.Code != codes.QueueAttachmentFailed || got.Attempts != 1 || tr.n() != 0 {
+		if got.State != mailqueue.JobFailed || got.Code != codes.QueueAttachmentFailed || got.Attempts != 1 || tr.n() != 0 {
 			t.Errorf("state %s, code %s, attempts %d, sends %d; want failed at once, queue.attachment_failed, 1, 0", got.State, got.Code, got.Attempts, tr.n())
 		}
 	})
@@ -195,7 +195,7 @@ func TestPipelineAttachmentResolveFailures(t *testing.T) {
 			}
 			drain(t, mq)
 			got, _ := mq.Get(r.ID)
-			if got.State != memory.StateQueued || got.Code != codes.QueueAttachmentFailed || got.Attempts != 1 || !got.RunAt.After(fc.Now()) || tr.n() != 0 {
+			if got.State != mailqueue.JobQueued || got.Code != codes.QueueAttachmentFailed || got.Attempts != 1 || !got.RunAt.After(fc.Now()) || tr.n() != 0 {
 				t.Fatalf("state %s, code %s, attempts %d, run at %v, sends %d; want queued, queue.attachment_failed, 1, later, 0",
 					got.State, got.Code, got.Attempts, got.RunAt, tr.n())
 			}
@@ -206,7 +206,7 @@ func TestPipelineAttachmentResolveFailures(t *testing.T) {
 			fc.Set(got.RunAt)
 			mq.Wake()
 			drain(t, mq)
-			if got, _ = mq.Get(r.ID); got.State != memory.StateAccepted || got.Attempts != 2 || tr.n() != 1 {
+			if got, _ = mq.Get(r.ID); got.State != mailqueue.JobAccepted || got.Attempts != 2 || tr.n() != 1 {
 				t.Errorf("after the retry: state %s, attempts %d, sends %d", got.State, got.Attempts, tr.n())
 			}
 		})
@@ -264,13 +264,13 @@ func TestPipelineInlineImageSameOnEveryAttempt(t *testing.T) {
 	}
 	drain(t, mq)
 	got, _ := mq.Get(r.ID)
-	if got.State != memory.StateQueued {
+	if got.State != mailqueue.JobQueued {
 		t.Fatalf("after the 451: %s", got.State)
 	}
 	fc.Set(got.RunAt)
 	mq.Wake()
 	drain(t, mq)
-	if got, _ = mq.Get(r.ID); got.State != memory.StateAccepted {
+	if got, _ = mq.Get(r.ID); got.State != mailqueue.JobAccepted {
 		t.Fatalf("after the retry: %s", got.State)
 	}
 	first, second := busy.Messages(), ok.Messages()

@@ -146,7 +146,7 @@ func plChild(t *testing.T, path string) {
 	}
 	fc := clock.NewFake(in.Now)
 	quiet := slog.New(&plRecords{})
-	q, err := mailqueue.New(mailqueue.Config{Driver: memory.New(memory.Options{Clock: fc, Logger: quiet}), Clock: fc, Logger: quiet})
+	q, err := mailqueue.New(mailqueue.Config{Driver: mustMemory(t, memory.Options{Clock: fc, Logger: quiet}), Clock: fc, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

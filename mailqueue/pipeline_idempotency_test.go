@@ -51,7 +51,7 @@ func TestPipelineIdempotencyKilledMidSend(t *testing.T) {
 	}
 	drain(t, mq)
 	got, _ := mq.Get(r.ID)
-	if got.State != memory.StateFailed || got.Code != codes.QueueThrown {
+	if got.State != mailqueue.JobFailed || got.Code != codes.QueueThrown {
 		t.Fatalf("the killed run: state %s, code %s; want failed, queue.thrown", got.State, got.Code)
 	}
 	if e, ok := store.Get(r.ID); !ok || e.Receipt != nil {
@@ -64,7 +64,7 @@ func TestPipelineIdempotencyKilledMidSend(t *testing.T) {
 	mq.Wake()
 	drain(t, mq)
 	got, _ = mq.Get(r.ID)
-	if got.State != memory.StateDeliveryUnknown || got.Code != codes.DeliveryUnknown {
+	if got.State != mailqueue.JobDeliveryUnknown || got.Code != codes.DeliveryUnknown {
 		t.Errorf("the run again: state %s, code %s; want delivery_unknown", got.State, got.Code)
 	}
 	if n := inner.calls.Load(); n != 1 || len(srv.Messages()) != 0 {
@@ -93,7 +93,7 @@ func TestPipelineIdempotencyRetryAfterProvablyUnsent(t *testing.T) {
 	}
 	drain(t, mq)
 	got, _ := mq.Get(r.ID)
-	if got.State != memory.StateQueued || got.Code != codes.QueueSendFailed {
+	if got.State != mailqueue.JobQueued || got.Code != codes.QueueSendFailed {
 		t.Fatalf("after the 451: state %s, code %s", got.State, got.Code)
 	}
 	if _, held := store.Get(r.ID); held {
@@ -102,7 +102,7 @@ func TestPipelineIdempotencyRetryAfterProvablyUnsent(t *testing.T) {
 	fc.Set(got.RunAt)
 	mq.Wake()
 	drain(t, mq)
-	if got, _ = mq.Get(r.ID); got.State != memory.StateAccepted || len(ok.Messages()) != 1 {
+	if got, _ = mq.Get(r.ID); got.State != mailqueue.JobAccepted || len(ok.Messages()) != 1 {
 		t.Fatalf("after the retry: state %s, %d messages", got.State, len(ok.Messages()))
 	}
 	e, held := store.Get(r.ID)

@@ -137,7 +137,7 @@ func TestPipelineRenderFailures(t *testing.T) {
 		j := plTemplateJob(tc.template)
 		j.Locale = tc.locale
 		got := s.run(t, j)
-		if got.State != memory.StateFailed || got.Code != codes.RenderFailed || got.Attempts != 1 {
+		if got.State != mailqueue.JobFailed || got.Code != codes.RenderFailed || got.Attempts != 1 {
 			t.Errorf("%s: state %s, code %s, attempts %d; want failed, render.failed, 1", tc.template, got.State, got.Code, got.Attempts)
 		}
 		for _, w := range tc.want {
@@ -173,19 +173,19 @@ func TestPipelineNoRendererNoSubject(t *testing.T) {
 		t.Fatal(err)
 	}
 	startWorker(t, s.q, mailqueue.WorkerConfig{Transport: s.tr, Renderer: renderer})
-	if got := s.run(t, plTemplateJob("nosubject")); got.State != memory.StateFailed || got.Code != codes.RenderNoSubject || got.Attempts != 1 {
+	if got := s.run(t, plTemplateJob("nosubject")); got.State != mailqueue.JobFailed || got.Code != codes.RenderNoSubject || got.Attempts != 1 {
 		t.Errorf("no subject: state %s, code %s, attempts %d", got.State, got.Code, got.Attempts)
 	}
 	// The job's subject stands in for the template's.
 	j := plTemplateJob("nosubject")
 	j.IdempotencyKey, j.Subject = "render:nosubject:2", "From the job"
-	if got := s.run(t, j); got.State != memory.StateAccepted {
+	if got := s.run(t, j); got.State != mailqueue.JobAccepted {
 		t.Errorf("a subject from the job: state %s, code %s", got.State, got.Code)
 	}
 
 	s2 := plRender(t)
 	startWorker(t, s2.q, mailqueue.WorkerConfig{Transport: s2.tr})
-	if got := s2.run(t, plTemplateJob("hello")); got.State != memory.StateFailed || got.Code != codes.RenderNoRenderer || got.Attempts != 1 {
+	if got := s2.run(t, plTemplateJob("hello")); got.State != mailqueue.JobFailed || got.Code != codes.RenderNoRenderer || got.Attempts != 1 {
 		t.Errorf("no renderer: state %s, code %s, attempts %d", got.State, got.Code, got.Attempts)
 	}
 	if s.tr.Attempts() != 1 || s2.tr.Attempts() != 0 {
@@ -230,14 +230,14 @@ func TestPipelineRenderOutageAndTimeoutRetry(t *testing.T) {
 		}
 		drain(t, mq)
 		got, _ := mq.Get(r.ID)
-		if got.State != memory.StateQueued || got.Code != codes.RenderLoadFailed || got.Attempts != 1 || !got.RunAt.After(fc.Now()) {
+		if got.State != mailqueue.JobQueued || got.Code != codes.RenderLoadFailed || got.Attempts != 1 || !got.RunAt.After(fc.Now()) {
 			t.Fatalf("during the outage: state %s, code %s, attempts %d, run at %v; want queued, render.load_failed, 1, later", got.State, got.Code, got.Attempts, got.RunAt)
 		}
 		fsys.down.Store(false)
 		fc.Set(got.RunAt)
 		mq.Wake()
 		drain(t, mq)
-		if got, _ = mq.Get(r.ID); got.State != memory.StateAccepted || got.Attempts != 2 || tr.Attempts() != 1 {
+		if got, _ = mq.Get(r.ID); got.State != mailqueue.JobAccepted || got.Attempts != 2 || tr.Attempts() != 1 {
 			t.Errorf("after the outage: state %s, attempts %d, sends %d", got.State, got.Attempts, tr.Attempts())
 		}
 	})
@@ -268,14 +268,14 @@ func TestPipelineRenderOutageAndTimeoutRetry(t *testing.T) {
 		}
 		drain(t, mq)
 		got, _ := mq.Get(r.ID)
-		if got.State != memory.StateQueued || got.Code != codes.RenderTimeout || got.Attempts != 1 || !got.RunAt.After(fc.Now()) {
+		if got.State != mailqueue.JobQueued || got.Code != codes.RenderTimeout || got.Attempts != 1 || !got.RunAt.After(fc.Now()) {
 			t.Fatalf("a render over its timeout: state %s, code %s, attempts %d; want queued, render.timeout, 1", got.State, got.Code, got.Attempts)
 		}
 		slow.Store(false)
 		fc.Set(got.RunAt)
 		mq.Wake()
 		drain(t, mq)
-		if got, _ = mq.Get(r.ID); got.State != memory.StateAccepted || tr.Attempts() != 1 {
+		if got, _ = mq.Get(r.ID); got.State != mailqueue.JobAccepted || tr.Attempts() != 1 {
 			t.Errorf("after the timeout: state %s, sends %d", got.State, tr.Attempts())
 		}
 	})

@@ -45,7 +45,7 @@ func secretJob() *jobv1.Job {
 func TestSealedJobKeepsNothingInClear(t *testing.T) {
 	codec := aesCodec(t, 1)
 	keys := []mailqueue.SigningKey{key("k1", 'a')}
-	q, mq, _ := newQueueWith(t, mailqueue.Config{Codec: codec, SigningKeys: keys}, memory.Options{RetainData: memory.RetainAllData})
+	q, mq, _ := newQueueWith(t, mailqueue.Config{Codec: codec, SigningKeys: keys}, memory.Options{RetainData: mailqueue.RetainAllData})
 	r, err := q.Enqueue(context.Background(), secretJob())
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +81,7 @@ func TestSealedJobKeepsNothingInClear(t *testing.T) {
 	tr := mmemory.New()
 	startWorker(t, q, mailqueue.WorkerConfig{Transport: tr})
 	drain(t, mq)
-	wantJob(t, mq, r.ID, memory.StateAccepted, 1, "")
+	wantJob(t, mq, r.ID, mailqueue.JobAccepted, 1, "")
 	msgs := tr.Messages()
 	if len(msgs) != 1 || msgs[0].Subject != "Your reset link SUBJ-7f3a" || msgs[0].MessageID != r.MessageID || !slices.Equal(msgs[0].To, []string{"ada.lovelace@example.org"}) {
 		t.Errorf("sent: %+v", msgs)
@@ -116,15 +116,15 @@ func TestSealedJobAtAWorker(t *testing.T) {
 		name     string
 		codec    mailqueue.Codec
 		failWith error
-		state    memory.State
+		state    mailqueue.JobState
 		attempts int
 		code     codes.Code
 	}{
-		{"no codec: given back, no attempt spent", nil, nil, memory.StateQueued, 0, codes.QueueCodecMissing},
-		{"a codec that fails: retried", codec, errors.New("the key service is down"), memory.StateQueued, 1, codes.QueueCodecFailed},
-		{"a PermanentError: failed", codec, mailqueue.PermanentError(errors.New("the key was destroyed")), memory.StateFailed, 1, codes.QueueCodecFailed},
-		{"an error with Retryable() false: failed", codec, notRetryable{}, memory.StateFailed, 1, codes.QueueCodecFailed},
-		{"a codec of another key: retried", aesCodec(t, 2), nil, memory.StateQueued, 1, codes.QueueCodecFailed},
+		{"no codec: given back, no attempt spent", nil, nil, mailqueue.JobQueued, 0, codes.QueueCodecMissing},
+		{"a codec that fails: retried", codec, errors.New("the key service is down"), mailqueue.JobQueued, 1, codes.QueueCodecFailed},
+		{"a PermanentError: failed", codec, mailqueue.PermanentError(errors.New("the key was destroyed")), mailqueue.JobFailed, 1, codes.QueueCodecFailed},
+		{"an error with Retryable() false: failed", codec, notRetryable{}, mailqueue.JobFailed, 1, codes.QueueCodecFailed},
+		{"a codec of another key: retried", aesCodec(t, 2), nil, mailqueue.JobQueued, 1, codes.QueueCodecFailed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -153,7 +153,7 @@ func TestSealedJobAtAWorker(t *testing.T) {
 		fc.Set(t0.Add(mailqueue.MaxReleaseWait + mailqueue.DefaultOperatorDelay))
 		mq.Wake()
 		drain(t, mq)
-		wantJob(t, mq, "sealed", memory.StateFailed, 1, codes.QueueCodecMissing)
+		wantJob(t, mq, "sealed", mailqueue.JobFailed, 1, codes.QueueCodecMissing)
 	})
 	t.Run("forged: failed before the codec", func(t *testing.T) {
 		forged := editJSON(t, sealed, func(m map[string]any) {
@@ -168,7 +168,7 @@ func TestSealedJobAtAWorker(t *testing.T) {
 		startWorker(t, q, mailqueue.WorkerConfig{Transport: tr})
 		writeRaw(t, mq, "forged", forged)
 		drain(t, mq)
-		wantJob(t, mq, "forged", memory.StateFailed, 1, codes.QueueSignatureInvalid)
+		wantJob(t, mq, "forged", mailqueue.JobFailed, 1, codes.QueueSignatureInvalid)
 		if n := cc.decodes.Load(); n != 0 || tr.Attempts() != 0 {
 			t.Errorf("a forged sealed job reached the codec (%d decodes) or was sent", n)
 		}

@@ -40,7 +40,7 @@ func TestSignedJobIsSentWithKidAndMac(t *testing.T) {
 	}
 	startWorker(t, q, mailqueue.WorkerConfig{Transport: tr})
 	drain(t, mq)
-	wantJob(t, mq, r.ID, memory.StateAccepted, 1, "")
+	wantJob(t, mq, r.ID, mailqueue.JobAccepted, 1, "")
 	if tr.Sent() != 1 {
 		t.Errorf("%d sent", tr.Sent())
 	}
@@ -73,7 +73,7 @@ func TestSignatureInvalidFailsUnsent(t *testing.T) {
 			startWorker(t, q, mailqueue.WorkerConfig{Transport: tr})
 			writeRaw(t, mq, "crafted", data)
 			drain(t, mq)
-			wantJob(t, mq, "crafted", memory.StateFailed, 1, codes.QueueSignatureInvalid)
+			wantJob(t, mq, "crafted", mailqueue.JobFailed, 1, codes.QueueSignatureInvalid)
 			if tr.Attempts() != 0 {
 				t.Error("a job no key signed was sent")
 			}
@@ -89,7 +89,7 @@ func TestSignatureInvalidFailsUnsent(t *testing.T) {
 		startWorker(t, q, mailqueue.WorkerConfig{Transport: mmemory.New()})
 		writeRaw(t, mq, "signed", signed)
 		drain(t, mq)
-		if got, _ := mq.Get("signed"); got.State != memory.StateAccepted {
+		if got, _ := mq.Get("signed"); got.State != mailqueue.JobAccepted {
 			t.Errorf("%s: the signed job is %s (%s)", name, got.State, got.Code)
 		}
 	}
@@ -135,7 +135,7 @@ func TestKeyRotation(t *testing.T) {
 	before := enqueue(oldProducer, "before")
 	// The workers first: the new key first, the old one still listed.
 	work(queueOf(new, old))
-	wantJob(t, mq, before, memory.StateAccepted, 1, "")
+	wantJob(t, mq, before, mailqueue.JobAccepted, 1, "")
 	// A producer not yet deployed still signs with the old key; the new
 	// producers sign with the new one.
 	during := enqueue(oldProducer, "during")
@@ -145,18 +145,18 @@ func TestKeyRotation(t *testing.T) {
 		t.Errorf("the new producer did not sign with the new key: %s", got.Data)
 	}
 	work(queueOf(new, old))
-	wantJob(t, mq, during, memory.StateAccepted, 1, "")
-	wantJob(t, mq, fresh, memory.StateAccepted, 1, "")
+	wantJob(t, mq, during, mailqueue.JobAccepted, 1, "")
+	wantJob(t, mq, fresh, mailqueue.JobAccepted, 1, "")
 	// The old key dropped too soon: a job it signed fails.
 	late := enqueue(oldProducer, "late")
 	last := enqueue(newProducer, "last")
 	work(queueOf(new))
-	wantJob(t, mq, late, memory.StateFailed, 1, codes.QueueSignatureInvalid)
-	wantJob(t, mq, last, memory.StateAccepted, 1, "")
+	wantJob(t, mq, late, mailqueue.JobFailed, 1, codes.QueueSignatureInvalid)
+	wantJob(t, mq, last, mailqueue.JobAccepted, 1, "")
 }
 
 func TestNewRefusesBadSigningKeys(t *testing.T) {
-	mq := memory.New(memory.Options{})
+	mq := mustMemory(t, memory.Options{})
 	tests := map[string][]mailqueue.SigningKey{
 		"a short secret":   {{ID: "k1", Secret: make([]byte, 31)}},
 		"no ID":            {{ID: "", Secret: make([]byte, 32)}},

@@ -61,7 +61,7 @@ func editJSON(t *testing.T, data []byte, f func(m map[string]any)) []byte {
 }
 
 // wantJob checks a job's state, attempts spent and code.
-func wantJob(t *testing.T, mq *memory.Queue, id string, state memory.State, attempts int, code codes.Code) {
+func wantJob(t *testing.T, mq *memory.Queue, id string, state mailqueue.JobState, attempts int, code codes.Code) {
 	t.Helper()
 	got, ok := mq.Get(id)
 	if !ok {
@@ -114,7 +114,7 @@ func TestHashMismatchFails(t *testing.T) {
 	data := editJSON(t, produce(t, mailqueue.Config{}, contentJob()), func(m map[string]any) { m["subject"] = "Changed in the store" })
 	writeRaw(t, mq, "changed", data)
 	drain(t, mq)
-	wantJob(t, mq, "changed", memory.StateFailed, 1, codes.QueueHashMismatch)
+	wantJob(t, mq, "changed", mailqueue.JobFailed, 1, codes.QueueHashMismatch)
 	if tr.Attempts() != 0 {
 		t.Error("a job whose hash does not match was sent")
 	}
@@ -142,16 +142,16 @@ func TestUnreadableJobsAreReleasedThenFailed(t *testing.T) {
 			startWorker(t, q, mailqueue.WorkerConfig{Transport: tr})
 			writeRaw(t, mq, "later", editJSON(t, base, tc.edit))
 			drain(t, mq)
-			wantJob(t, mq, "later", memory.StateQueued, 0, codes.QueueUnsupportedVersion)
+			wantJob(t, mq, "later", mailqueue.JobQueued, 0, codes.QueueUnsupportedVersion)
 			// Given back again and again, its attempts not spent.
 			fc.Advance(mailqueue.DefaultOperatorDelay)
 			mq.Wake()
 			drain(t, mq)
-			wantJob(t, mq, "later", memory.StateQueued, 0, codes.QueueUnsupportedVersion)
+			wantJob(t, mq, "later", mailqueue.JobQueued, 0, codes.QueueUnsupportedVersion)
 			fc.Set(t0.Add(tc.advance))
 			mq.Wake()
 			drain(t, mq)
-			wantJob(t, mq, "later", memory.StateFailed, 1, codes.QueueUnsupportedVersion)
+			wantJob(t, mq, "later", mailqueue.JobFailed, 1, codes.QueueUnsupportedVersion)
 			if tr.Attempts() != 0 {
 				t.Error("a job this worker cannot read was sent")
 			}
@@ -180,7 +180,7 @@ func TestIDSecretChangesTheIDAndIsStable(t *testing.T) {
 	if rs[0].ID == rs[1].ID || rs[1].ID == rs[3].ID || rs[0].MessageID == rs[1].MessageID {
 		t.Errorf("IDSecret did not change the id: %s %s %s", rs[0].ID, rs[1].ID, rs[3].ID)
 	}
-	if _, err := mailqueue.New(mailqueue.Config{Driver: memory.New(memory.Options{}), IDSecret: make([]byte, 31)}); err == nil {
+	if _, err := mailqueue.New(mailqueue.Config{Driver: mustMemory(t, memory.Options{}), IDSecret: make([]byte, 31)}); err == nil {
 		t.Error("New took a 31-byte IDSecret")
 	}
 }
@@ -192,7 +192,7 @@ func TestDeriveIDFlowsIntoTheIDs(t *testing.T) {
 		}
 		return "m" + seed[:32]
 	}
-	q, mq, _ := newQueueWith(t, mailqueue.Config{DeriveID: derive}, memory.Options{RetainData: memory.RetainAllData})
+	q, mq, _ := newQueueWith(t, mailqueue.Config{DeriveID: derive}, memory.Options{RetainData: mailqueue.RetainAllData})
 	tr := mmemory.New()
 	startWorker(t, q, mailqueue.WorkerConfig{Transport: tr})
 	j := contentJob()
@@ -208,7 +208,7 @@ func TestDeriveIDFlowsIntoTheIDs(t *testing.T) {
 		t.Errorf("Message-ID %q, want <m + 32 hex digits @example.com>", r.MessageID)
 	}
 	drain(t, mq)
-	wantJob(t, mq, r.ID, memory.StateAccepted, 1, "")
+	wantJob(t, mq, r.ID, mailqueue.JobAccepted, 1, "")
 	msgs := tr.Messages()
 	if len(msgs) != 1 {
 		t.Fatalf("%d messages sent", len(msgs))
@@ -230,7 +230,7 @@ func TestDeriveIDFlowsIntoTheIDs(t *testing.T) {
 
 func TestDrawingDeriveIDIsRefused(t *testing.T) {
 	n := 0
-	_, err := mailqueue.New(mailqueue.Config{Driver: memory.New(memory.Options{}), DeriveID: func(kind, seed string) string {
+	_, err := mailqueue.New(mailqueue.Config{Driver: mustMemory(t, memory.Options{}), DeriveID: func(kind, seed string) string {
 		n++
 		return seed[:8] + "-" + strings.Repeat("x", n)
 	}})

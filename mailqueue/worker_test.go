@@ -99,7 +99,7 @@ func parts(t *testing.T, contentType string, body io.Reader, out map[string][]*m
 func TestWorkerSendsThroughSMTP(t *testing.T) {
 	ctx := context.Background()
 	srv := smtptest.Start(t, smtptest.Script{})
-	q, mq, _ := newQueueWith(t, mailqueue.Config{}, memory.Options{RetainData: memory.RetainAllData})
+	q, mq, _ := newQueueWith(t, mailqueue.Config{}, memory.Options{RetainData: mailqueue.RetainAllData})
 	renderer, err := render.New(templates.FS, render.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func TestWorkerSendsThroughSMTP(t *testing.T) {
 	drain(t, mq)
 
 	got, _ := mq.Get(r.ID)
-	if got.State != memory.StateAccepted || got.Attempts != 1 {
+	if got.State != mailqueue.JobAccepted || got.Attempts != 1 {
 		t.Fatalf("job %s after one run: state %s, attempts %d; want accepted, 1 (%s %s)", r.ID, got.State, got.Attempts, got.Code, got.Reason)
 	}
 	msgs := srv.Messages()
@@ -199,7 +199,7 @@ func TestRetryableFailureRetriesAfterBackoffWithTheSameMessage(t *testing.T) {
 	}
 	drain(t, mq)
 	got, _ := mq.Get(r.ID)
-	if got.State != memory.StateQueued || got.Attempts != 1 || got.Code != codes.QueueSendFailed {
+	if got.State != mailqueue.JobQueued || got.Attempts != 1 || got.Code != codes.QueueSendFailed {
 		t.Fatalf("after a 451: state %s, attempts %d, code %s; want queued, 1, queue.send_failed", got.State, got.Attempts, got.Code)
 	}
 	delay := got.RunAt.Sub(fc.Now())
@@ -217,7 +217,7 @@ func TestRetryableFailureRetriesAfterBackoffWithTheSameMessage(t *testing.T) {
 	mq.Wake()
 	drain(t, mq)
 	got, _ = mq.Get(r.ID)
-	if got.State != memory.StateAccepted || got.Attempts != 2 {
+	if got.State != mailqueue.JobAccepted || got.Attempts != 2 {
 		t.Fatalf("after the retry: state %s, attempts %d", got.State, got.Attempts)
 	}
 	first, second := busy.Messages(), ok.Messages()
@@ -242,7 +242,7 @@ func TestRefusedMessageFailsAtOnce(t *testing.T) {
 	}
 	drain(t, mq)
 	got, _ := mq.Get(r.ID)
-	if got.State != memory.StateFailed || got.Attempts != 1 || got.Code != codes.QueueMessageRefused {
+	if got.State != mailqueue.JobFailed || got.Attempts != 1 || got.Code != codes.QueueMessageRefused {
 		t.Fatalf("state %s, attempts %d, code %s; want failed, 1, queue.message_refused", got.State, got.Attempts, got.Code)
 	}
 	if strings.Contains(got.Reason, "ada@example.com") {
@@ -299,10 +299,10 @@ func TestCloseWaitsForTheJobsInFlight(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if got, _ := mq.Get(r.ID); got.State != memory.StateAccepted {
+	if got, _ := mq.Get(r.ID); got.State != mailqueue.JobAccepted {
 		t.Errorf("the job in flight: %s, want accepted", got.State)
 	}
-	if got, _ := mq.Get(rl.ID); got.State != memory.StateQueued || got.Attempts != 0 {
+	if got, _ := mq.Get(rl.ID); got.State != mailqueue.JobQueued || got.Attempts != 0 {
 		t.Errorf("the job enqueued during Close: %s after %d attempts, want queued, 0", got.State, got.Attempts)
 	}
 }

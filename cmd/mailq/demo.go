@@ -47,7 +47,10 @@ func demo(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	defer srv.Close()
 
-	mq := memory.New(memory.Options{Logger: logger})
+	mq, err := memory.New(memory.Options{Logger: logger})
+	if err != nil {
+		return err
+	}
 	queue, err := mailqueue.New(mailqueue.Config{Driver: mq, Logger: logger})
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	redisdriver "github.com/alexify/mailer/drivers/redis"
+	"github.com/alexify/mailer/mailqueue"
 )
 
 // redisUsage is the part of the usage text of the operator's commands on a
@@ -118,7 +119,7 @@ func redisCommand(ctx context.Context, name string, args []string, stdout, stder
 		}
 		return status
 	case "purge":
-		n, err := q.Purge(ctx, redisdriver.PurgeParams{State: redisdriver.State(*state), OlderThan: *older})
+		n, err := q.Purge(ctx, redisdriver.PurgeParams{State: mailqueue.JobState(*state), OlderThan: *older})
 		if err != nil {
 			fmt.Fprintf(stderr, "mailq purge: %v\n", err)
 			return 1

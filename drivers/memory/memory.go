@@ -34,16 +34,6 @@ const (
 	DefaultRetainFinished = 10_000
 )
 
-// RetainData is mailqueue.RetainData: every driver takes the same values.
-type RetainData = mailqueue.RetainData
-
-// The values of RetainData, as mailqueue defines them.
-const (
-	RetainFailedData = mailqueue.RetainFailedData
-	RetainAllData    = mailqueue.RetainAllData
-	RetainNoData     = mailqueue.RetainNoData
-)
-
 // Options configure the memory queue. A zero field takes the default.
 type Options struct {
 	// Clock is the time source; the wall clock when nil. Give a *clock.Fake
@@ -60,7 +50,7 @@ type Options struct {
 	// RetainFailed is how long a failed job is kept (a week).
 	RetainFailed time.Duration
 	// RetainData says which finished jobs keep their message ("failed").
-	RetainData RetainData
+	RetainData mailqueue.RetainData
 	// MaxJobs is the most jobs queued or running at once (100 000); an
 	// enqueue past it is refused with ErrFull.
 	MaxJobs int
@@ -72,33 +62,12 @@ type Options struct {
 	// FairnessTenant: a high job of any tenant first, then the tenants in
 	// turn, a job each, the jobs of no tenant as one more (docs/spec/queue.md,
 	// "Tenants in turn").
-	Fairness Fairness
+	Fairness mailqueue.Fairness
 }
-
-// Fairness is mailqueue.Fairness: every driver takes the same values.
-type Fairness = mailqueue.Fairness
-
-// The values of Fairness, as mailqueue defines them.
-const (
-	FairnessNone   = mailqueue.FairnessNone
-	FairnessTenant = mailqueue.FairnessTenant
-)
 
 // ErrFull is returned by an enqueue that would hold more than MaxJobs jobs
 // queued or running. Nothing of the call is stored.
 var ErrFull = errors.New("memory: the queue holds MaxJobs jobs")
-
-// State is mailqueue.JobState: every driver tells the same states.
-type State = mailqueue.JobState
-
-// The values of State, as mailqueue defines them.
-const (
-	StateQueued          = mailqueue.JobQueued
-	StateRunning         = mailqueue.JobRunning
-	StateAccepted        = mailqueue.JobAccepted
-	StateFailed          = mailqueue.JobFailed
-	StateDeliveryUnknown = mailqueue.JobDeliveryUnknown
-)
 
 // Job is what the memory queue tells of a job.
 type Job struct {
@@ -106,7 +75,7 @@ type Job struct {
 	// is dropped so an enqueue again is still told a duplicate.
 	ID, Hash string
 	// State is where the job is now.
-	State State
+	State mailqueue.JobState
 	// Priority and TenantID are those it was enqueued with.
 	Priority jobv1.Priority
 	TenantID string
@@ -143,14 +112,21 @@ type Queue struct {
 	src *Source
 }
 
-// New returns an empty memory queue.
-func New(opts Options) *Queue {
-	src := NewSource(opts)
-	d := polling.New(src, polling.Options{
+// New returns an empty memory queue. It returns an error when an option is
+// out of range or unknown (see Options).
+func New(opts Options) (*Queue, error) {
+	src, err := NewSource(opts)
+	if err != nil {
+		return nil, err
+	}
+	d, err := polling.New(src, polling.Options{
 		PollInterval: opts.PollInterval, LeaseDuration: opts.LeaseDuration, CloseTimeout: opts.CloseTimeout,
 		Clock: src.clock, Logger: opts.Logger,
 	})
-	return &Queue{Driver: d, src: src}
+	if err != nil {
+		return nil, err
+	}
+	return &Queue{Driver: d, src: src}, nil
 }
 
 // Source returns the queue's Source.
@@ -212,8 +188,9 @@ type record struct {
 	order uint64 // the order it was enqueued in, for List
 }
 
-// NewSource returns an empty Source.
-func NewSource(opts Options) *Source {
+// NewSource returns an empty Source. It returns an error when an option is
+// out of range or unknown (see Options).
+func NewSource(opts Options) (*Source, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.Real()
 	}
@@ -224,7 +201,7 @@ func NewSource(opts Options) *Source {
 		opts.RetainFailed = DefaultRetainFailed
 	}
 	if opts.RetainData == "" {
-		opts.RetainData = RetainFailedData
+		opts.RetainData = mailqueue.RetainFailedData
 	}
 	if opts.MaxJobs <= 0 {
 		opts.MaxJobs = DefaultMaxJobs
@@ -236,7 +213,7 @@ func NewSource(opts Options) *Source {
 		opts.LeaseDuration = polling.DefaultLeaseDuration
 	}
 	if opts.Fairness == "" {
-		opts.Fairness = FairnessNone
+		opts.Fairness = mailqueue.FairnessNone
 	}
 	s := &Source{
 		opts: opts, clock: opts.Clock, jobs: map[string]*record{}, leased: map[string]*record{}, changed: make(chan struct{}),
@@ -245,9 +222,9 @@ func NewSource(opts Options) *Source {
 	for i := range s.ready {
 		// High jobs go by time whatever their tenant: a code of sign-in
 		// waits for no one.
-		s.ready[i].fair = opts.Fairness == FairnessTenant && i > 0
+		s.ready[i].fair = opts.Fairness == mailqueue.FairnessTenant && i > 0
 	}
-	return s
+	return s, nil
 }
 
 func priorityIndex(p jobv1.Priority) int {
@@ -290,7 +267,7 @@ func (s *Source) Enqueue(ctx context.Context, jobs []mailqueue.NewJob) ([]mailqu
 		}
 		s.seq++
 		r := &record{Job: Job{
-			ID: j.ID, Hash: j.Hash, State: StateQueued, Priority: j.Priority, TenantID: j.TenantID,
+			ID: j.ID, Hash: j.Hash, State: mailqueue.JobQueued, Priority: j.Priority, TenantID: j.TenantID,
 			MaxAttempts: j.MaxAttempts, RunAt: j.RunAt, EnqueuedAt: j.EnqueuedAt, Data: append([]byte(nil), j.Data...),
 		}, order: s.seq}
 		if r.Priority == "" {
@@ -347,7 +324,7 @@ func (s *Source) Reserve(ctx context.Context, p mailqueue.ReserveParams) ([]*mai
 			if r == nil {
 				break
 			}
-			r.State = StateRunning
+			r.State = mailqueue.JobRunning
 			r.token = newToken()
 			r.until = now.Add(p.LeaseDuration)
 			s.leased[r.ID] = r
@@ -372,7 +349,7 @@ func (s *Source) reclaim(now time.Time) {
 		}
 		delete(s.leased, id)
 		r.token = ""
-		r.State = StateQueued
+		r.State = mailqueue.JobQueued
 		r.Redeliveries++
 		r.RunAt = r.until
 		s.queue(r, now)
@@ -413,7 +390,7 @@ func (s *Source) Extend(ctx context.Context, p mailqueue.ExtendParams) (bool, er
 func (s *Source) Ack(ctx context.Context, p mailqueue.AckParams) (bool, error) {
 	return s.settle(ctx, p.ID, p.Token, func(r *record, now time.Time) {
 		r.Attempts++
-		s.finish(r, StateAccepted, "", "", now)
+		s.finish(r, mailqueue.JobAccepted, "", "", now)
 	})
 }
 
@@ -430,9 +407,9 @@ func (s *Source) Retry(ctx context.Context, p mailqueue.RetryParams) (bool, erro
 func (s *Source) Fail(ctx context.Context, p mailqueue.FailParams) (bool, error) {
 	return s.settle(ctx, p.ID, p.Token, func(r *record, now time.Time) {
 		r.Attempts++
-		st := StateFailed
+		st := mailqueue.JobFailed
 		if p.State == codes.StateDeliveryUnknown {
-			st = StateDeliveryUnknown
+			st = mailqueue.JobDeliveryUnknown
 		}
 		s.finish(r, st, p.Code, p.Reason, now)
 	})
@@ -465,7 +442,7 @@ func (s *Source) settle(ctx context.Context, id, token string, f func(*record, t
 }
 
 func (s *Source) requeue(r *record, now time.Time, delay time.Duration) {
-	r.State = StateQueued
+	r.State = mailqueue.JobQueued
 	if delay < 0 {
 		delay = 0
 	}
@@ -475,14 +452,14 @@ func (s *Source) requeue(r *record, now time.Time, delay time.Duration) {
 
 // finish settles a record for good and applies RetainData and
 // RetainFinished.
-func (s *Source) finish(r *record, st State, code codes.Code, reason string, now time.Time) {
+func (s *Source) finish(r *record, st mailqueue.JobState, code codes.Code, reason string, now time.Time) {
 	r.State, r.Code, r.Reason, r.FinishedAt = st, code, reason, now
 	s.active--
-	if s.opts.RetainData == RetainNoData || s.opts.RetainData == RetainFailedData && st == StateAccepted {
+	if s.opts.RetainData == mailqueue.RetainNoData || s.opts.RetainData == mailqueue.RetainFailedData && st == mailqueue.JobAccepted {
 		r.Data = nil
 	}
 	keep := s.opts.DedupeWindow
-	if st != StateAccepted {
+	if st != mailqueue.JobAccepted {
 		keep = s.opts.RetainFailed
 	}
 	heap.Push(&s.expiry, expiryEntry{r: r, at: now.Add(keep), finished: now})
@@ -526,7 +503,7 @@ func (h *expiryHeap) Pop() any {
 }
 
 func (r *record) finishedState() bool {
-	return r.State == StateAccepted || r.State == StateFailed || r.State == StateDeliveryUnknown
+	return r.State == mailqueue.JobAccepted || r.State == mailqueue.JobFailed || r.State == mailqueue.JobDeliveryUnknown
 }
 
 // List returns every job held, in the order they were enqueued.
@@ -573,18 +550,18 @@ func (s *Source) Stats() Stats {
 	var st Stats
 	for _, r := range s.jobs {
 		switch r.State {
-		case StateQueued:
+		case mailqueue.JobQueued:
 			st.Queued++
 			if !r.RunAt.After(now) {
 				st.Due++
 			}
-		case StateRunning:
+		case mailqueue.JobRunning:
 			st.Running++
-		case StateAccepted:
+		case mailqueue.JobAccepted:
 			st.Accepted++
-		case StateFailed:
+		case mailqueue.JobFailed:
 			st.Failed++
-		case StateDeliveryUnknown:
+		case mailqueue.JobDeliveryUnknown:
 			st.DeliveryUnknown++
 		}
 	}
@@ -595,7 +572,7 @@ func (s *Source) Stats() Stats {
 func (s *Source) Failed() []Job {
 	var out []Job
 	for _, j := range s.List() {
-		if j.State == StateFailed || j.State == StateDeliveryUnknown {
+		if j.State == mailqueue.JobFailed || j.State == mailqueue.JobDeliveryUnknown {
 			out = append(out, j)
 		}
 	}
@@ -611,7 +588,7 @@ func (s *Source) RetryFailed(id string) error {
 	switch {
 	case !ok:
 		return fmt.Errorf("memory: no job %s", id)
-	case r.State != StateFailed && r.State != StateDeliveryUnknown:
+	case r.State != mailqueue.JobFailed && r.State != mailqueue.JobDeliveryUnknown:
 		return fmt.Errorf("memory: job %s is %s, not failed", id, r.State)
 	case r.Data == nil:
 		return fmt.Errorf("memory: job %s kept no message to retry (RetainData)", id)
@@ -627,7 +604,7 @@ func (s *Source) RetryFailed(id string) error {
 	}
 	now := s.clock.Now()
 	r.Attempts, r.Redeliveries, r.FinishedAt = 0, 0, time.Time{}
-	r.State = StateQueued
+	r.State = mailqueue.JobQueued
 	r.RunAt = now
 	s.active++
 	s.queue(r, now)

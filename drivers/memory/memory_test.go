@@ -30,7 +30,7 @@ func newJob(id string, p jobv1.Priority, tenant string, at time.Time) mailqueue.
 func TestFairnessTenant(t *testing.T) {
 	ctx := context.Background()
 	fc := clock.NewFake(t0)
-	q := memory.New(memory.Options{Clock: fc, Fairness: memory.FairnessTenant})
+	q := mustMemory(t, memory.Options{Clock: fc, Fairness: mailqueue.FairnessTenant})
 	var batch []mailqueue.NewJob
 	for i := 0; i < 5000; i++ {
 		batch = append(batch, newJob(fmt.Sprintf("a-%04d", i), jobv1.PriorityNormal, "A", t0))
@@ -72,7 +72,7 @@ func TestFairnessTenant(t *testing.T) {
 func TestFairnessNoneIsPriorityThenTime(t *testing.T) {
 	ctx := context.Background()
 	fc := clock.NewFake(t0)
-	src := memory.NewSource(memory.Options{Clock: fc})
+	src := mustMemorySource(t, memory.Options{Clock: fc})
 	_, _ = src.Enqueue(ctx, []mailqueue.NewJob{newJob("a1", jobv1.PriorityNormal, "A", t0), newJob("a2", jobv1.PriorityNormal, "A", t0.Add(time.Millisecond))})
 	fc.Advance(time.Second)
 	_, _ = src.Enqueue(ctx, []mailqueue.NewJob{newJob("b1", jobv1.PriorityNormal, "B", fc.Now()), newJob("b0", jobv1.PriorityLow, "", fc.Now())})
@@ -88,7 +88,7 @@ func TestFairnessNoneIsPriorityThenTime(t *testing.T) {
 
 func TestMaxJobs(t *testing.T) {
 	ctx := context.Background()
-	src := memory.NewSource(memory.Options{MaxJobs: 2})
+	src := mustMemorySource(t, memory.Options{MaxJobs: 2})
 	if _, err := src.Enqueue(ctx, []mailqueue.NewJob{newJob("1", "", "", t0), newJob("2", "", "", t0)}); err != nil {
 		t.Fatal(err)
 	}
@@ -142,17 +142,17 @@ func TestRetention(t *testing.T) {
 		}
 	}
 	tests := []struct {
-		policy              memory.RetainData
+		policy              mailqueue.RetainData
 		keepAccepted, keepF bool
 	}{
 		{"", false, true}, // the default, "failed"
-		{memory.RetainAllData, true, true},
-		{memory.RetainNoData, false, false},
+		{mailqueue.RetainAllData, true, true},
+		{mailqueue.RetainNoData, false, false},
 	}
 	for _, tc := range tests {
 		t.Run("RetainData="+string(tc.policy), func(t *testing.T) {
 			fc := clock.NewFake(t0)
-			src := memory.NewSource(memory.Options{Clock: fc, RetainData: tc.policy})
+			src := mustMemorySource(t, memory.Options{Clock: fc, RetainData: tc.policy})
 			_, _ = src.Enqueue(ctx, []mailqueue.NewJob{newJob("ok", "", "", t0)})
 			settleAll(t, src, ack(src))
 			_, _ = src.Enqueue(ctx, []mailqueue.NewJob{newJob("bad", "", "", t0)})
@@ -189,7 +189,7 @@ func TestRetention(t *testing.T) {
 
 func TestRetainFinished(t *testing.T) {
 	ctx := context.Background()
-	src := memory.NewSource(memory.Options{RetainFinished: 2, RetainData: memory.RetainAllData})
+	src := mustMemorySource(t, memory.Options{RetainFinished: 2, RetainData: mailqueue.RetainAllData})
 	for i := 0; i < 3; i++ {
 		_, _ = src.Enqueue(ctx, []mailqueue.NewJob{newJob(fmt.Sprint(i), "", "", t0)})
 		settleAll(t, src, func(l *mailqueue.Lease) (bool, error) {
@@ -209,7 +209,7 @@ func TestRetainFinished(t *testing.T) {
 func TestOperations(t *testing.T) {
 	ctx := context.Background()
 	fc := clock.NewFake(t0)
-	q := memory.New(memory.Options{Clock: fc})
+	q := mustMemory(t, memory.Options{Clock: fc})
 	_, _ = q.Enqueue(ctx, []mailqueue.NewJob{newJob("1", "", "", t0), newJob("2", "", "", t0), newJob("3", "", "", t0.Add(time.Hour))})
 	src := q.Source()
 	ls, _ := src.Reserve(ctx, mailqueue.ReserveParams{Limit: 1, LeaseDuration: time.Minute})
@@ -218,7 +218,7 @@ func TestOperations(t *testing.T) {
 	}
 	_, _ = src.Fail(ctx, mailqueue.FailParams{ID: ls[0].ID, Token: ls[0].Token, State: codes.StateDeliveryUnknown, Code: codes.DeliveryUnknown})
 	failed := q.Failed()
-	if len(failed) != 1 || failed[0].ID != "1" || failed[0].State != memory.StateDeliveryUnknown || failed[0].Attempts != 1 {
+	if len(failed) != 1 || failed[0].ID != "1" || failed[0].State != mailqueue.JobDeliveryUnknown || failed[0].Attempts != 1 {
 		t.Fatalf("Failed() = %+v", failed)
 	}
 	if err := q.RetryFailed("2"); err == nil {
@@ -228,7 +228,7 @@ func TestOperations(t *testing.T) {
 		t.Fatal(err)
 	}
 	j, _ := q.Get("1")
-	if j.State != memory.StateQueued || j.Attempts != 0 {
+	if j.State != mailqueue.JobQueued || j.Attempts != 0 {
 		t.Errorf("after RetryFailed: %s, %d attempts", j.State, j.Attempts)
 	}
 	if got := len(q.List()); got != 3 {

@@ -114,8 +114,12 @@ type Driver struct {
 	wakes []chan struct{}
 }
 
-// New returns a Driver over src.
-func New(src mailqueue.Source, opts Options) *Driver {
+// New returns a Driver over src. It returns an error when src is nil or an
+// option is out of range (see Options).
+func New(src mailqueue.Source, opts Options) (*Driver, error) {
+	if src == nil {
+		return nil, errors.New("polling: a Source is required")
+	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = DefaultPollInterval
 	}
@@ -131,7 +135,7 @@ func New(src mailqueue.Source, opts Options) *Driver {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Driver{src: src, opts: opts, log: opts.Logger}
+	return &Driver{src: src, opts: opts, log: opts.Logger}, nil
 }
 
 // Source returns the source the driver runs.

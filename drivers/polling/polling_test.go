@@ -101,9 +101,9 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	fc := clock.NewFake(t0)
-	src := &flakySource{Source: memory.NewSource(memory.Options{Clock: fc})}
+	src := &flakySource{Source: mustMemorySource(t, memory.Options{Clock: fc})}
 	log := &recorder{}
-	d := polling.New(src, polling.Options{Clock: fc, Logger: slog.New(log)})
+	d := mustPolling(t, src, polling.Options{Clock: fc, Logger: slog.New(log)})
 	job := mailqueue.NewJob{ID: "j1", Hash: "h", Data: []byte(`{}`), RunAt: t0, MaxAttempts: 3, EnqueuedAt: t0}
 	if _, err := d.Enqueue(context.Background(), []mailqueue.NewJob{job}); err != nil {
 		t.Fatal(err)
@@ -164,7 +164,7 @@ func TestLeaseIsExtendedEveryThird(t *testing.T) {
 		t.Fatal("the job was leased again while its run extended the lease")
 	}
 	close(h.release)
-	waitFor(t, func() bool { j, _ := f.src.Get("j1"); return j.State == memory.StateAccepted })
+	waitFor(t, func() bool { j, _ := f.src.Get("j1"); return j.State == mailqueue.JobAccepted })
 }
 
 func TestLeaseLostWhenTheStoreDoesNotAnswer(t *testing.T) {
@@ -250,7 +250,7 @@ func TestHandlerPanicAndNoOutcomeRetry(t *testing.T) {
 			defer r.Close(context.Background())
 			waitFor(t, func() bool { j, _ := f.src.Get("j1"); return j.Code == tc.code })
 			j, _ := f.src.Get("j1")
-			if j.State != memory.StateQueued || j.Attempts != 1 {
+			if j.State != mailqueue.JobQueued || j.Attempts != 1 {
 				t.Errorf("after a %s: %s with %d attempts; want queued, retried", tc.name, j.State, j.Attempts)
 			}
 		})
@@ -268,13 +268,13 @@ func TestReserveFailureIsLoggedAndPolledAgain(t *testing.T) {
 	f.src.reserveErr.Store(false)
 	waitTimers(t, f.fc, 1)
 	f.fc.Advance(polling.DefaultPollInterval)
-	waitFor(t, func() bool { j, _ := f.src.Get("j1"); return j.State == memory.StateAccepted })
+	waitFor(t, func() bool { j, _ := f.src.Get("j1"); return j.State == mailqueue.JobAccepted })
 }
 
 func TestConcurrencyIsABound(t *testing.T) {
 	fc := clock.NewFake(t0)
-	src := memory.NewSource(memory.Options{Clock: fc})
-	d := polling.New(src, polling.Options{Clock: fc})
+	src := mustMemorySource(t, memory.Options{Clock: fc})
+	d := mustPolling(t, src, polling.Options{Clock: fc})
 	var jobs []mailqueue.NewJob
 	for i := 0; i < 20; i++ {
 		jobs = append(jobs, mailqueue.NewJob{ID: string(rune('a' + i)), Hash: "h", Data: []byte(`{}`), RunAt: t0, MaxAttempts: 1, EnqueuedAt: t0})
@@ -411,7 +411,7 @@ func (s *srSource) SettleAndReserve(ctx context.Context, p polling.SettleParams,
 func TestSettleReserverWrapper(t *testing.T) {
 	conformance.TestSource(t, func(t *testing.T) conformance.Harness {
 		fc := clock.NewFake(t0)
-		src := &srSource{Source: memory.NewSource(memory.Options{Clock: fc})}
+		src := &srSource{Source: mustMemorySource(t, memory.Options{Clock: fc})}
 		return conformance.Harness{Source: src, Now: fc.Now, Advance: fc.Advance,
 			DedupeWindow: memory.DefaultDedupeWindow, RetainFailed: memory.DefaultRetainFailed}
 	})
@@ -422,8 +422,8 @@ func TestSettleReserverWrapper(t *testing.T) {
 // none; the runner's loop reserved only the first.
 func TestSettleReserverChainsInTheSlot(t *testing.T) {
 	fc := clock.NewFake(t0)
-	src := &srSource{Source: memory.NewSource(memory.Options{Clock: fc})}
-	d := polling.New(src, polling.Options{Clock: fc, Logger: slog.New(&recorder{})})
+	src := &srSource{Source: mustMemorySource(t, memory.Options{Clock: fc})}
+	d := mustPolling(t, src, polling.Options{Clock: fc, Logger: slog.New(&recorder{})})
 	var jobs []mailqueue.NewJob
 	for _, id := range []string{"j1", "j2", "j3"} {
 		jobs = append(jobs, mailqueue.NewJob{ID: id, Hash: "h", Data: []byte(`{}`), RunAt: t0, MaxAttempts: 3, EnqueuedAt: t0})
@@ -448,7 +448,7 @@ func TestSettleReserverChainsInTheSlot(t *testing.T) {
 	}
 	waitFor(t, func() bool {
 		for _, id := range []string{"j1", "j2", "j3"} {
-			if j, _ := src.Source.Get(id); j.State != memory.StateAccepted {
+			if j, _ := src.Source.Get(id); j.State != mailqueue.JobAccepted {
 				return false
 			}
 		}
@@ -493,8 +493,8 @@ func TestSettleReserverChainsInTheSlot(t *testing.T) {
 // more.
 func TestSettleReserverClosingSettlesPlain(t *testing.T) {
 	fc := clock.NewFake(t0)
-	src := &srSource{Source: memory.NewSource(memory.Options{Clock: fc})}
-	d := polling.New(src, polling.Options{Clock: fc, Logger: slog.New(&recorder{})})
+	src := &srSource{Source: mustMemorySource(t, memory.Options{Clock: fc})}
+	d := mustPolling(t, src, polling.Options{Clock: fc, Logger: slog.New(&recorder{})})
 	var jobs []mailqueue.NewJob
 	for _, id := range []string{"j1", "j2"} {
 		jobs = append(jobs, mailqueue.NewJob{ID: id, Hash: "h", Data: []byte(`{}`), RunAt: t0, MaxAttempts: 3, EnqueuedAt: t0})
@@ -521,10 +521,10 @@ func TestSettleReserverClosingSettlesPlain(t *testing.T) {
 	if fmt.Sprint(src.plainSettles) != "[j1]" || len(src.settleReserves) != 0 {
 		t.Errorf("plain settles %v, SettleAndReserve %v; want j1 settled the plain way", src.plainSettles, src.settleReserves)
 	}
-	if j, _ := src.Source.Get("j1"); j.State != memory.StateAccepted {
+	if j, _ := src.Source.Get("j1"); j.State != mailqueue.JobAccepted {
 		t.Errorf("j1 is %s, want accepted", j.State)
 	}
-	if j, _ := src.Source.Get("j2"); j.State != memory.StateQueued {
+	if j, _ := src.Source.Get("j2"); j.State != mailqueue.JobQueued {
 		t.Errorf("j2 is %s, want queued: a closing runner leases nothing more", j.State)
 	}
 }

@@ -134,18 +134,18 @@ func TestKillWorkerMidSend(t *testing.T) {
 			t.Errorf("job %s sent %d times", id, sent[id])
 		}
 		switch j.State {
-		case redisdriver.StateAccepted:
+		case mailqueue.JobAccepted:
 			accepted++
 			if sent[id] != 1 {
 				t.Errorf("job %s accepted but sent %d times", id, sent[id])
 			}
-		case redisdriver.StateDeliveryUnknown:
+		case mailqueue.JobDeliveryUnknown:
 			unknown++
 		default:
 			t.Errorf("job %s ended %s (%s), want accepted or delivery_unknown", id, j.State, j.Code)
 		}
 	}
-	if j, _, _ := src.Get(ctx, hung[1]); j.State != redisdriver.StateDeliveryUnknown || j.Redeliveries != 1 {
+	if j, _, _ := src.Get(ctx, hung[1]); j.State != mailqueue.JobDeliveryUnknown || j.Redeliveries != 1 {
 		t.Errorf("the job killed mid-send ended %s with %d redeliveries, want delivery_unknown after 1", j.State, j.Redeliveries)
 	}
 	t.Logf("%d jobs: %d accepted, %d delivery_unknown, %d sends recorded", e2eJobs, accepted, unknown, len(sent))

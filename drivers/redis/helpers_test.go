@@ -9,6 +9,7 @@ import (
 
 	"github.com/alexify/mailer/conformance"
 	"github.com/alexify/mailer/drivers/redis/internal/redistest"
+	"github.com/alexify/mailer/mailqueue"
 )
 
 // newSource opens a source under a prefix of its own on c, and deletes its
@@ -59,12 +60,12 @@ func serverHarness(c goredis.UniversalClient, opts Options) func(t *testing.T) c
 // runConformance runs the contract on c, on a shifted and on the real
 // clock, with and without tenant fairness.
 func runConformance(t *testing.T, c goredis.UniversalClient) {
-	for _, f := range []Fairness{FairnessNone, FairnessTenant} {
+	for _, f := range []mailqueue.Fairness{mailqueue.FairnessNone, mailqueue.FairnessTenant} {
 		t.Run("Fairness="+string(f)+"/VirtualClock", func(t *testing.T) {
 			conformance.TestSource(t, virtualHarness(c, Options{Fairness: f}))
 		})
 		t.Run("Fairness="+string(f)+"/ServerClock", func(t *testing.T) {
-			if testing.Short() && f == FairnessTenant {
+			if testing.Short() && f == mailqueue.FairnessTenant {
 				t.Skip("sleeps through leases; -short")
 			}
 			conformance.TestSource(t, serverHarness(c, Options{Fairness: f}))

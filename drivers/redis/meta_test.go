@@ -32,38 +32,38 @@ func TestRetentionIsTheQueues(t *testing.T) {
 	prefix := redistest.Prefix(t)
 	// A producer that sets nothing, opened first, pins nothing.
 	producer := newSource(t, c, Options{Prefix: prefix})
-	if producer.opts.DedupeWindow != DefaultDedupeWindow || producer.opts.RetainData != RetainFailedData {
+	if producer.opts.DedupeWindow != DefaultDedupeWindow || producer.opts.RetainData != mailqueue.RetainFailedData {
 		t.Errorf("a zero Options on a new queue: %+v, want the defaults", producer.opts)
 	}
 	if n := c.HLen(ctx, producer.keys[keyMeta]).Val(); n != 1 {
 		t.Errorf("the meta key holds %d fields after an Open that set no retention, want fairness only", n)
 	}
-	worker := newSource(t, c, Options{Prefix: prefix, DedupeWindow: time.Hour, RetainFailed: 3 * time.Hour, RetainData: RetainAllData})
+	worker := newSource(t, c, Options{Prefix: prefix, DedupeWindow: time.Hour, RetainFailed: 3 * time.Hour, RetainData: mailqueue.RetainAllData})
 	meta := c.HGetAll(ctx, worker.keys[keyMeta]).Val()
 	if meta["dedupe"] != "3600000" || meta["retainf"] != "10800000" || meta["retaindata"] != "all" || meta["fairness"] != "none" {
 		t.Errorf("meta = %v, want the worker's retention", meta)
 	}
 	for name, o := range map[string]Options{
 		"zero":      {Prefix: prefix},
-		"the same":  {Prefix: prefix, DedupeWindow: time.Hour, RetainData: RetainAllData},
-		"UseStored": {Prefix: prefix, UseStored: true, DedupeWindow: time.Minute, RetainData: RetainNoData, Fairness: FairnessTenant},
+		"the same":  {Prefix: prefix, DedupeWindow: time.Hour, RetainData: mailqueue.RetainAllData},
+		"UseStored": {Prefix: prefix, UseStored: true, DedupeWindow: time.Minute, RetainData: mailqueue.RetainNoData, Fairness: mailqueue.FairnessTenant},
 	} {
 		s := newSource(t, c, o)
-		if s.opts.DedupeWindow != time.Hour || s.opts.RetainFailed != 3*time.Hour || s.opts.RetainData != RetainAllData || s.opts.Fairness != FairnessNone {
+		if s.opts.DedupeWindow != time.Hour || s.opts.RetainFailed != 3*time.Hour || s.opts.RetainData != mailqueue.RetainAllData || s.opts.Fairness != mailqueue.FairnessNone {
 			t.Errorf("Open with %s Options: %v %v %v %v, want the queue's", name, s.opts.DedupeWindow, s.opts.RetainFailed, s.opts.RetainData, s.opts.Fairness)
 		}
 	}
 	for name, o := range map[string]Options{
 		"DedupeWindow": {DedupeWindow: 2 * time.Hour},
 		"RetainFailed": {RetainFailed: time.Minute},
-		"RetainData":   {RetainData: RetainNoData},
+		"RetainData":   {RetainData: mailqueue.RetainNoData},
 	} {
 		o.Client, o.Prefix = c, prefix
 		if _, err := OpenSource(ctx, o); !errors.Is(err, ErrRetentionMismatch) {
 			t.Errorf("Open with another %s: %v, want ErrRetentionMismatch", name, err)
 		}
 	}
-	if _, err := OpenSource(ctx, Options{Client: c, Prefix: prefix, Fairness: FairnessTenant}); !errors.Is(err, ErrFairnessMismatch) {
+	if _, err := OpenSource(ctx, Options{Client: c, Prefix: prefix, Fairness: mailqueue.FairnessTenant}); !errors.Is(err, ErrFairnessMismatch) {
 		t.Errorf("Open with another fairness: %v, want ErrFairnessMismatch", err)
 	}
 
@@ -78,7 +78,7 @@ func TestRetentionIsTheQueues(t *testing.T) {
 			_, _ = producer.Fail(ctx, mailqueue.FailParams{ID: l.ID, Token: l.Token, State: codes.StateFailed, Code: codes.QueueThrown})
 		}
 	}
-	if j, _, _ := producer.Get(ctx, "ok"); j.State != StateAccepted || j.Data == nil {
+	if j, _, _ := producer.Get(ctx, "ok"); j.State != mailqueue.JobAccepted || j.Data == nil {
 		t.Errorf("Get(ok) = %+v; want accepted, its message kept (RetainData all)", j)
 	}
 	if ttl := c.PTTL(ctx, producer.pfx+"job:ok").Val(); ttl <= 0 || ttl > time.Hour {
@@ -97,7 +97,7 @@ func TestRetentionIsTheQueues(t *testing.T) {
 	if n := c.ZCard(ctx, producer.keys[keyDoneAccepted]).Val(); n != 0 {
 		t.Errorf("Stats left %d stale entries in done:accepted", n)
 	}
-	if js, err := producer.Jobs(ctx, StateAccepted, 0, 10); err != nil || len(js) != 0 {
+	if js, err := producer.Jobs(ctx, mailqueue.JobAccepted, 0, 10); err != nil || len(js) != 0 {
 		t.Errorf("Jobs(accepted) two hours on = %+v, %v; want none", js, err)
 	}
 	if res := enqueue(t, producer, testJob("ok")); res[0].Duplicate {
@@ -135,7 +135,7 @@ func TestDoneIndexOutlivesItsJobs(t *testing.T) {
 	if st, _ := s.Stats(ctx); st.Accepted != 3 {
 		t.Errorf("Stats = %+v, want 3 accepted", st)
 	}
-	if js, _ := s.Jobs(ctx, StateAccepted, 0, 3); len(js) != 3 {
+	if js, _ := s.Jobs(ctx, mailqueue.JobAccepted, 0, 3); len(js) != 3 {
 		t.Errorf("Jobs(accepted, 0, 3) = %d jobs, want 3 (the stale entries took the page)", len(js))
 	}
 	time.Sleep(300 * time.Millisecond)
@@ -152,14 +152,14 @@ func TestDoneIndexOutlivesItsJobs(t *testing.T) {
 // a key.
 func TestUseStoredWritesNothing(t *testing.T) {
 	c := redistest.Standalone(t)
-	s := newSource(t, c, Options{UseStored: true, DedupeWindow: time.Second, Fairness: FairnessTenant})
-	if s.opts.DedupeWindow != DefaultDedupeWindow || s.opts.RetainFailed != DefaultRetainFailed || s.opts.RetainData != RetainFailedData || s.opts.Fairness != FairnessNone {
+	s := newSource(t, c, Options{UseStored: true, DedupeWindow: time.Second, Fairness: mailqueue.FairnessTenant})
+	if s.opts.DedupeWindow != DefaultDedupeWindow || s.opts.RetainFailed != DefaultRetainFailed || s.opts.RetainData != mailqueue.RetainFailedData || s.opts.Fairness != mailqueue.FairnessNone {
 		t.Errorf("UseStored on no queue: %+v, want the defaults", s.opts)
 	}
 	if st, err := s.Stats(ctx); err != nil || st != (Stats{}) {
 		t.Errorf("Stats = %+v, %v; want nothing", st, err)
 	}
-	for _, st := range []State{StateQueued, StateRunning, StateAccepted, StateFailed, StateDeliveryUnknown} {
+	for _, st := range []mailqueue.JobState{mailqueue.JobQueued, mailqueue.JobRunning, mailqueue.JobAccepted, mailqueue.JobFailed, mailqueue.JobDeliveryUnknown} {
 		if js, err := s.Jobs(ctx, st, 0, 10); err != nil || len(js) != 0 {
 			t.Errorf("Jobs(%s) = %+v, %v", st, js, err)
 		}
@@ -170,7 +170,7 @@ func TestUseStoredWritesNothing(t *testing.T) {
 	if err := s.RetryFailed(ctx, "nope"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("RetryFailed = %v, want ErrNotFound", err)
 	}
-	if n, err := s.Purge(ctx, PurgeParams{State: StateFailed}); err != nil || n != 0 {
+	if n, err := s.Purge(ctx, PurgeParams{State: mailqueue.JobFailed}); err != nil || n != 0 {
 		t.Errorf("Purge = %d, %v", n, err)
 	}
 	if keys := queueKeys(t, c, s); len(keys) != 0 {

@@ -15,18 +15,6 @@ import (
 	"github.com/alexify/mailer/mailqueue"
 )
 
-// State is mailqueue.JobState: every driver tells the same states.
-type State = mailqueue.JobState
-
-// The values of State, as mailqueue defines them.
-const (
-	StateQueued          = mailqueue.JobQueued
-	StateRunning         = mailqueue.JobRunning
-	StateAccepted        = mailqueue.JobAccepted
-	StateFailed          = mailqueue.JobFailed
-	StateDeliveryUnknown = mailqueue.JobDeliveryUnknown
-)
-
 // Job is what the Redis queue tells of a job.
 type Job struct {
 	// ID is the job's id; Hash its hash (docs/wire.md).
@@ -35,7 +23,7 @@ type Job struct {
 	// dropped.
 	V string
 	// State is where the job is.
-	State State
+	State mailqueue.JobState
 	// Priority and TenantID are those it was enqueued with.
 	Priority jobv1.Priority
 	TenantID string
@@ -143,15 +131,15 @@ func (s *Source) Stats(ctx context.Context) (Stats, error) {
 
 // index returns the key of the zset that lists the jobs of a state other
 // than queued (queued.lua lists those).
-func (s *Source) index(state State) (string, error) {
+func (s *Source) index(state mailqueue.JobState) (string, error) {
 	switch state {
-	case StateRunning:
+	case mailqueue.JobRunning:
 		return s.keys[keyLeased], nil
-	case StateAccepted:
+	case mailqueue.JobAccepted:
 		return s.keys[keyDoneAccepted], nil
-	case StateFailed:
+	case mailqueue.JobFailed:
 		return s.keys[keyDoneFailed], nil
-	case StateDeliveryUnknown:
+	case mailqueue.JobDeliveryUnknown:
 		return s.keys[keyDoneDeliveryUnknown], nil
 	}
 	return "", fmt.Errorf("redis: unknown state %q", state)
@@ -161,8 +149,8 @@ func (s *Source) index(state State) (string, error) {
 // time, running ones by lease end, finished ones by finish time (the
 // oldest first). A finished job whose retention (the queue's) ran out is
 // left out (scripts/finished.lua).
-func (s *Source) Jobs(ctx context.Context, state State, offset, limit int) ([]Job, error) {
-	if state == StateQueued {
+func (s *Source) Jobs(ctx context.Context, state mailqueue.JobState, offset, limit int) ([]Job, error) {
+	if state == mailqueue.JobQueued {
 		if limit <= 0 {
 			return nil, nil
 		}
@@ -181,7 +169,7 @@ func (s *Source) Jobs(ctx context.Context, state State, offset, limit int) ([]Jo
 	}
 	offset = max(offset, 0)
 	var ids []string
-	if state == StateRunning {
+	if state == mailqueue.JobRunning {
 		ids, err = s.c.ZRange(ctx, key, int64(offset), int64(offset+limit-1)).Result()
 	} else {
 		ids, err = scriptFinished.Run(ctx, s.c, s.keys, s.args("list", string(state), offset, limit)...).StringSlice()
@@ -195,11 +183,11 @@ func (s *Source) Jobs(ctx context.Context, state State, offset, limit int) ([]Jo
 // Failed returns up to limit jobs failed for good (failed, then
 // delivery_unknown), the oldest first.
 func (s *Source) Failed(ctx context.Context, limit int) ([]Job, error) {
-	a, err := s.Jobs(ctx, StateFailed, 0, limit)
+	a, err := s.Jobs(ctx, mailqueue.JobFailed, 0, limit)
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.Jobs(ctx, StateDeliveryUnknown, 0, limit-len(a))
+	b, err := s.Jobs(ctx, mailqueue.JobDeliveryUnknown, 0, limit-len(a))
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +203,7 @@ func (s *Source) Get(ctx context.Context, id string) (Job, bool, error) {
 	return js[0], true, nil
 }
 
-func (s *Source) getMany(ctx context.Context, ids []string, state State) ([]Job, error) {
+func (s *Source) getMany(ctx context.Context, ids []string, state mailqueue.JobState) ([]Job, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -230,7 +218,7 @@ func (s *Source) getMany(ctx context.Context, ids []string, state State) ([]Job,
 	out := make([]Job, 0, len(ids))
 	for i, c := range cmds {
 		m := c.Val()
-		if len(m) == 0 || m["hash"] == "" || state != "" && State(m["state"]) != state {
+		if len(m) == 0 || m["hash"] == "" || state != "" && mailqueue.JobState(m["state"]) != state {
 			continue
 		}
 		out = append(out, jobOf(ids[i], m))
@@ -247,7 +235,7 @@ func jobOf(id string, m map[string]string) Job {
 		return time.UnixMilli(num(k))
 	}
 	j := Job{
-		ID: id, Hash: m["hash"], V: m["v"], State: State(m["state"]), Priority: priorityOf(num("pri")),
+		ID: id, Hash: m["hash"], V: m["v"], State: mailqueue.JobState(m["state"]), Priority: priorityOf(num("pri")),
 		TenantID: m["tenant"], Attempts: int(num("att")), MaxAttempts: int(num("max")), Redeliveries: int(num("redel")),
 		RunAt: at("runat"), EnqueuedAt: at("enq"), FinishedAt: at("fin"), LeaseUntil: at("until"),
 		Code: codes.Code(m["code"]), Reason: m["reason"],
@@ -280,7 +268,7 @@ func (s *Source) RetryFailed(ctx context.Context, id string) error {
 // PurgeParams say which finished jobs Purge forgets.
 type PurgeParams struct {
 	// State is StateAccepted, StateFailed or StateDeliveryUnknown.
-	State State
+	State mailqueue.JobState
 	// OlderThan is how long ago a job must have finished; 0 forgets every
 	// finished job of the state.
 	OlderThan time.Duration
@@ -293,7 +281,7 @@ type PurgeParams struct {
 // window early. Queued and running jobs are never purged.
 func (s *Source) Purge(ctx context.Context, p PurgeParams) (int, error) {
 	switch p.State {
-	case StateAccepted, StateFailed, StateDeliveryUnknown:
+	case mailqueue.JobAccepted, mailqueue.JobFailed, mailqueue.JobDeliveryUnknown:
 	default:
 		return 0, fmt.Errorf("redis: purge: %q is not a finished state", p.State)
 	}

@@ -102,25 +102,6 @@ const (
 	enqueueChunk = 64
 )
 
-// RetainData is mailqueue.RetainData: every driver takes the same values.
-type RetainData = mailqueue.RetainData
-
-// The values of RetainData, as mailqueue defines them.
-const (
-	RetainFailedData = mailqueue.RetainFailedData
-	RetainAllData    = mailqueue.RetainAllData
-	RetainNoData     = mailqueue.RetainNoData
-)
-
-// Fairness is mailqueue.Fairness: every driver takes the same values.
-type Fairness = mailqueue.Fairness
-
-// The values of Fairness, as mailqueue defines them.
-const (
-	FairnessNone   = mailqueue.FairnessNone
-	FairnessTenant = mailqueue.FairnessTenant
-)
-
 // Options configure a Redis queue. A zero field takes the default.
 type Options struct {
 	// Client is the connection: a *redis.Client, a failover client
@@ -133,7 +114,7 @@ type Options struct {
 	// Fairness is FairnessNone (the default) or FairnessTenant. It is a
 	// property of the queue in Redis: Open refuses a queue created with the
 	// other one (drain it first to change it).
-	Fairness Fairness
+	Fairness mailqueue.Fairness
 	// DedupeWindow is how long a completed job is kept, the window in which
 	// an enqueue under its key is a duplicate (a day).
 	//
@@ -148,7 +129,7 @@ type Options struct {
 	// RetainFailed is how long a failed job is kept (a week).
 	RetainFailed time.Duration
 	// RetainData says which finished jobs keep their message ("failed").
-	RetainData RetainData
+	RetainData mailqueue.RetainData
 	// LeaseDuration, PollInterval and CloseTimeout are the polling
 	// driver's (1 minute; 5 seconds, a safety net; 30 seconds).
 	LeaseDuration, PollInterval, CloseTimeout time.Duration
@@ -200,10 +181,13 @@ func Open(ctx context.Context, opts Options) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := polling.New(src, polling.Options{
+	d, err := polling.New(src, polling.Options{
 		PollInterval: src.opts.PollInterval, LeaseDuration: src.opts.LeaseDuration, CloseTimeout: src.opts.CloseTimeout,
 		Logger: src.log,
 	})
+	if err != nil {
+		return nil, err
+	}
 	return &Queue{Driver: d, src: src}, nil
 }
 
@@ -223,7 +207,7 @@ func (q *Queue) RetryFailed(ctx context.Context, id string) error {
 func (q *Queue) Stats(ctx context.Context) (Stats, error) { return q.src.Stats(ctx) }
 
 // Jobs lists the jobs of a state; see Source.Jobs.
-func (q *Queue) Jobs(ctx context.Context, state State, offset, limit int) ([]Job, error) {
+func (q *Queue) Jobs(ctx context.Context, state mailqueue.JobState, offset, limit int) ([]Job, error) {
 	return q.src.Jobs(ctx, state, offset, limit)
 }
 
@@ -283,9 +267,9 @@ func OpenSource(ctx context.Context, opts Options) (*Source, error) {
 		return nil, errors.New("redis: Options.Prefix and Options.Queue may not hold { or }")
 	}
 	if opts.Fairness == "" {
-		opts.Fairness = FairnessNone
+		opts.Fairness = mailqueue.FairnessNone
 	}
-	if opts.Fairness != FairnessNone && opts.Fairness != FairnessTenant {
+	if opts.Fairness != mailqueue.FairnessNone && opts.Fairness != mailqueue.FairnessTenant {
 		return nil, fmt.Errorf("redis: unknown fairness %q", opts.Fairness)
 	}
 	if opts.RetainData != "" && !validRetainData(opts.RetainData) {
@@ -362,15 +346,15 @@ func (s *Source) checkEviction(ctx context.Context) error {
 	return err
 }
 
-func validRetainData(r RetainData) bool {
-	return r == RetainFailedData || r == RetainAllData || r == RetainNoData
+func validRetainData(r mailqueue.RetainData) bool {
+	return r == mailqueue.RetainFailedData || r == mailqueue.RetainAllData || r == mailqueue.RetainNoData
 }
 
 // settings are the retention of a queue, as its meta key holds them; a
 // zero field is one not held (or not set).
 type settings struct {
 	dedupe, retainFailed time.Duration
-	retainData           RetainData
+	retainData           mailqueue.RetainData
 }
 
 // The fields of the meta key.
@@ -413,9 +397,9 @@ func (s *Source) checkMeta(ctx context.Context, asked settings) error {
 	if len(vals) != len(metaFields) {
 		return fmt.Errorf("redis: %s: %d values of %d fields", s.keys[keyMeta], len(vals), len(metaFields))
 	}
-	if f := Fairness(str(0)); s.opts.UseStored {
-		s.opts.Fairness = cmp.Or(f, FairnessNone)
-		if s.opts.Fairness != FairnessNone && s.opts.Fairness != FairnessTenant {
+	if f := mailqueue.Fairness(str(0)); s.opts.UseStored {
+		s.opts.Fairness = cmp.Or(f, mailqueue.FairnessNone)
+		if s.opts.Fairness != mailqueue.FairnessNone && s.opts.Fairness != mailqueue.FairnessTenant {
 			return fmt.Errorf("redis: %s holds fairness %q", s.keys[keyMeta], f)
 		}
 	} else if f != s.opts.Fairness {
@@ -431,7 +415,7 @@ func (s *Source) checkMeta(ctx context.Context, asked settings) error {
 			*d = time.Duration(ms) * time.Millisecond
 		}
 	}
-	if v := RetainData(str(3)); v != "" {
+	if v := mailqueue.RetainData(str(3)); v != "" {
 		if !validRetainData(v) {
 			return fmt.Errorf("redis: %s holds retaindata %q", s.keys[keyMeta], v)
 		}
@@ -452,22 +436,22 @@ func (s *Source) checkMeta(ctx context.Context, asked settings) error {
 	}
 	s.opts.DedupeWindow = cmp.Or(held.dedupe, DefaultDedupeWindow)
 	s.opts.RetainFailed = cmp.Or(held.retainFailed, DefaultRetainFailed)
-	s.opts.RetainData = cmp.Or(held.retainData, RetainFailedData)
+	s.opts.RetainData = cmp.Or(held.retainData, mailqueue.RetainFailedData)
 	return nil
 }
 
 // StoredFairness returns the fairness the queue prefix:queue was made
 // with, FairnessNone for a queue not made yet: for a tool that opens any
 // queue (Options.UseStored does it for all the queue's settings).
-func StoredFairness(ctx context.Context, c goredis.UniversalClient, prefix, queue string) (Fairness, error) {
+func StoredFairness(ctx context.Context, c goredis.UniversalClient, prefix, queue string) (mailqueue.Fairness, error) {
 	f, err := c.HGet(ctx, "{"+prefix+":"+queue+"}:meta", "fairness").Result()
 	if errors.Is(err, goredis.Nil) || err == nil && f == "" {
-		return FairnessNone, nil
+		return mailqueue.FairnessNone, nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("redis: %w", err)
 	}
-	return Fairness(f), nil
+	return mailqueue.Fairness(f), nil
 }
 
 // Tag returns the queue's hash tag, "{prefix:queue}": every key of the
@@ -478,7 +462,7 @@ func (s *Source) Tag() string { return s.tag }
 // followed by more.
 func (s *Source) args(more ...any) []any {
 	fair := "0"
-	if s.opts.Fairness == FairnessTenant {
+	if s.opts.Fairness == mailqueue.FairnessTenant {
 		fair = "1"
 	}
 	a := make([]any, 0, 6+len(more))

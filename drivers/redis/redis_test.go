@@ -151,14 +151,14 @@ func testOperations(t *testing.T, c goredis.UniversalClient) {
 
 	// RetainData "failed": the accepted job dropped its message, kept v and hash.
 	ja, ok, err := s.Get(ctx, "a")
-	if err != nil || !ok || ja.State != StateAccepted || ja.Data != nil || ja.V != "1" || ja.Hash != "h-a" || ja.Attempts != 1 {
+	if err != nil || !ok || ja.State != mailqueue.JobAccepted || ja.Data != nil || ja.V != "1" || ja.Hash != "h-a" || ja.Attempts != 1 {
 		t.Errorf("Get(a) = %+v, %t, %v; want accepted, no data, v 1, its hash", ja, ok, err)
 	}
 	if res := enqueue(t, s, a); !res[0].Duplicate {
 		t.Errorf("the accepted job enqueued again: %+v, want Duplicate", res[0])
 	}
 	jb, _, _ := s.Get(ctx, "b")
-	if jb.State != StateFailed || string(jb.Data) != string(b.Data) || jb.Code != codes.QueueThrown || jb.Reason != "boom" {
+	if jb.State != mailqueue.JobFailed || string(jb.Data) != string(b.Data) || jb.Code != codes.QueueThrown || jb.Reason != "boom" {
 		t.Errorf("Get(b) = %+v; want failed with its data, code and reason", jb)
 	}
 	if ttl := c.PTTL(ctx, s.pfx+"job:a").Val(); ttl <= 0 || ttl > DefaultDedupeWindow {
@@ -169,7 +169,7 @@ func testOperations(t *testing.T, c goredis.UniversalClient) {
 	if err != nil || len(failed) != 2 || failed[0].ID != "b" || failed[1].ID != "d" {
 		t.Fatalf("Failed = %+v, %v; want b then d", failed, err)
 	}
-	queued, _ := s.Jobs(ctx, StateQueued, 0, 10)
+	queued, _ := s.Jobs(ctx, mailqueue.JobQueued, 0, 10)
 	if len(queued) != 1 || queued[0].ID != "later" {
 		t.Errorf("Jobs(queued) = %+v", queued)
 	}
@@ -191,17 +191,17 @@ func testOperations(t *testing.T, c goredis.UniversalClient) {
 		t.Errorf("a retried job still expires (%v)", ttl)
 	}
 
-	n, err := s.Purge(ctx, PurgeParams{State: StateDeliveryUnknown})
+	n, err := s.Purge(ctx, PurgeParams{State: mailqueue.JobDeliveryUnknown})
 	if err != nil || n != 1 {
 		t.Errorf("Purge(delivery_unknown) = %d, %v; want 1", n, err)
 	}
 	if _, ok, _ := s.Get(ctx, "d"); ok {
 		t.Error("the purged job is still there")
 	}
-	if n, _ := s.Purge(ctx, PurgeParams{State: StateAccepted, OlderThan: time.Hour}); n != 0 {
+	if n, _ := s.Purge(ctx, PurgeParams{State: mailqueue.JobAccepted, OlderThan: time.Hour}); n != 0 {
 		t.Errorf("Purge(accepted older than an hour) forgot %d", n)
 	}
-	if _, err := s.Purge(ctx, PurgeParams{State: StateQueued}); err == nil {
+	if _, err := s.Purge(ctx, PurgeParams{State: mailqueue.JobQueued}); err == nil {
 		t.Error("Purge of queued jobs: no error")
 	}
 }
@@ -210,7 +210,7 @@ func testOperations(t *testing.T, c goredis.UniversalClient) {
 // ones too; both keep v and hash, so the id still dedupes.
 func TestRetainData(t *testing.T) {
 	c := redistest.Standalone(t)
-	for _, rd := range []RetainData{RetainAllData, RetainNoData} {
+	for _, rd := range []mailqueue.RetainData{mailqueue.RetainAllData, mailqueue.RetainNoData} {
 		s := newSource(t, c, Options{RetainData: rd})
 		enqueue(t, s, testJob("ok"), testJob("ko"))
 		for _, l := range reserve(t, s, 2, time.Minute) {
@@ -222,17 +222,17 @@ func TestRetainData(t *testing.T) {
 		}
 		for _, id := range []string{"ok", "ko"} {
 			j, _, _ := s.Get(ctx, id)
-			if kept := j.Data != nil; kept != (rd == RetainAllData) {
+			if kept := j.Data != nil; kept != (rd == mailqueue.RetainAllData) {
 				t.Errorf("RetainData %s: job %s kept its data: %t", rd, id, kept)
 			}
 			if j.V != "1" || j.Hash != "h-"+id {
 				t.Errorf("RetainData %s: job %s kept v %q and hash %q", rd, id, j.V, j.Hash)
 			}
 		}
-		if err := s.RetryFailed(ctx, "ko"); rd == RetainNoData && !errors.Is(err, ErrNoData) {
+		if err := s.RetryFailed(ctx, "ko"); rd == mailqueue.RetainNoData && !errors.Is(err, ErrNoData) {
 			t.Errorf("RetryFailed of a job without data: %v, want ErrNoData", err)
 		}
-		if res := enqueue(t, s, testJob("ok"), testJob("ko")); !res[0].Duplicate || rd == RetainNoData && !res[1].Duplicate {
+		if res := enqueue(t, s, testJob("ok"), testJob("ko")); !res[0].Duplicate || rd == mailqueue.RetainNoData && !res[1].Duplicate {
 			t.Errorf("RetainData %s: enqueue again = %+v, want duplicates", rd, res)
 		}
 	}
@@ -325,7 +325,7 @@ func TestLostLease(t *testing.T) {
 // a job each, the jobs of no tenant as one more.
 func TestFairness(t *testing.T) {
 	c := redistest.Standalone(t)
-	s := newSource(t, c, Options{Fairness: FairnessTenant})
+	s := newSource(t, c, Options{Fairness: mailqueue.FairnessTenant})
 	var jobs []mailqueue.NewJob
 	add := func(id, tenant string, p jobv1.Priority) {
 		j := testJob(id)

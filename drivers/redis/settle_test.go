@@ -66,7 +66,7 @@ func TestSettleAndReserve(t *testing.T) {
 		t.Errorf("Stats = %+v; want b queued not due, a accepted, c delivery_unknown", st)
 	}
 	jb, _, _ := s.Get(ctx, "b")
-	if jb.State != StateQueued || jb.Attempts != 1 || jb.Redeliveries != 0 {
+	if jb.State != mailqueue.JobQueued || jb.Attempts != 1 || jb.Redeliveries != 0 {
 		t.Errorf("Get(b) = %+v; want queued, 1 attempt spent (the release spent none)", jb)
 	}
 }
@@ -138,7 +138,7 @@ func TestBatchedSettles(t *testing.T) {
 // the scheduled jobs, the tenants' lanes and the held jobs of a paused
 // tenant, by due time.
 func TestQueuedJobs(t *testing.T) {
-	for _, f := range []Fairness{FairnessNone, FairnessTenant} {
+	for _, f := range []mailqueue.Fairness{mailqueue.FairnessNone, mailqueue.FairnessTenant} {
 		t.Run(string(f), func(t *testing.T) {
 			s := newSource(t, redistest.Standalone(t), Options{Fairness: f})
 			now := time.Now()
@@ -168,7 +168,7 @@ func TestQueuedJobs(t *testing.T) {
 				t.Fatalf("Stats = %+v, %v; want 5 queued, 4 due, 1 running", st, err)
 			}
 			list := func(offset, limit int) string {
-				js, err := s.Jobs(ctx, StateQueued, offset, limit)
+				js, err := s.Jobs(ctx, mailqueue.JobQueued, offset, limit)
 				if err != nil {
 					t.Fatal(err)
 				}

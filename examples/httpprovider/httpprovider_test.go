@@ -80,7 +80,7 @@ func TestRateLimitThroughTheQueue(t *testing.T) {
 	defer srv.Close()
 
 	fc := clock.NewFake(t0)
-	mq := memory.New(memory.Options{Clock: fc})
+	mq := mustMemory(t, memory.Options{Clock: fc})
 	q, err := mailqueue.New(mailqueue.Config{Driver: mq, Clock: fc})
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +107,7 @@ func TestRateLimitThroughTheQueue(t *testing.T) {
 	}
 	drain(t, mq)
 	job, _ := mq.Get(res.ID)
-	if job.State != memory.StateQueued || job.Code != codes.QueueRateLimited || job.Attempts != 1 {
+	if job.State != mailqueue.JobQueued || job.Code != codes.QueueRateLimited || job.Attempts != 1 {
 		t.Fatalf("after the 429: state %s, code %s, attempts %d; want queued, queue.rate_limited, 1", job.State, job.Code, job.Attempts)
 	}
 	if wait := job.RunAt.Sub(fc.Now()); wait < 120*time.Second {
@@ -125,7 +125,7 @@ func TestRateLimitThroughTheQueue(t *testing.T) {
 	mq.Wake()
 	drain(t, mq)
 	job, _ = mq.Get(res.ID)
-	if job.State != memory.StateAccepted || job.Attempts != 2 {
+	if job.State != mailqueue.JobAccepted || job.Attempts != 2 {
 		t.Fatalf("after the retry: state %s, attempts %d", job.State, job.Attempts)
 	}
 	keys := p.requests()

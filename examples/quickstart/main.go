@@ -50,7 +50,10 @@ func run(ctx context.Context, out string) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
 	// The queue: a driver, here the memory queue (a single process).
-	mq := memory.New(memory.Options{Logger: logger})
+	mq, err := memory.New(memory.Options{Logger: logger})
+	if err != nil {
+		return err
+	}
 	queue, err := mailqueue.New(mailqueue.Config{Driver: mq, Logger: logger})
 	if err != nil {
 		return err

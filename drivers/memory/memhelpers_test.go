@@ -1,0 +1,29 @@
+package memory_test
+
+import (
+	"testing"
+
+	"github.com/alexify/mailer/drivers/memory"
+)
+
+// mustMemory returns a memory queue of opts, failing the test when the
+// options are refused.
+func mustMemory(t testing.TB, opts memory.Options) *memory.Queue {
+	t.Helper()
+	q, err := memory.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// mustMemorySource returns a memory source of opts, failing the test when
+// the options are refused.
+func mustMemorySource(t testing.TB, opts memory.Options) *memory.Source {
+	t.Helper()
+	s, err := memory.NewSource(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
