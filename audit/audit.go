@@ -72,8 +72,9 @@ func (m *Memory) Events(jobID string) []mailqueue.AuditEvent {
 
 // States returns the states heard for the job, in order.
 func (m *Memory) States(jobID string) []mailqueue.AuditState {
-	var out []mailqueue.AuditState
-	for _, e := range m.Events(jobID) {
+	events := m.Events(jobID)
+	out := make([]mailqueue.AuditState, 0, len(events))
+	for _, e := range events {
 		out = append(out, e.State)
 	}
 	return out
