@@ -50,7 +50,12 @@
 //   - conformance: TestSource, the Source contract as tests.
 //   - clock: the wall clock and a fake one, for tests that never sleep.
 //
-// The behaviour follows the spec of the original library (docs/spec/queue.md
-// in the repository); each rule is told where it applies, with the spec's
-// section named as a reference, as in (spec: "Once per key").
+// The behaviour follows the spec of the original library, docs/spec/queue.md
+// in the repository (https://github.com/alexify/mailer/blob/main/docs/spec/queue.md).
+// Each rule is told in the documentation where it applies, with the spec's
+// section named as a reference only, as in (spec: "Once per key").
+//
+// Besides storing and lending jobs, the memory queue and the Redis driver
+// answer an operator's questions and requests (stats, the jobs by state,
+// the failed jobs, a retry of one, a purge); cmd/mailq runs them.
 package mailqueue

@@ -411,7 +411,7 @@ func (w *Worker) settle(ctx context.Context, r *run, receipt mail.Receipt, err e
 	if err != nil && ctx.Err() != nil {
 		// The run was aborted during the send (Close ran out of time, or the
 		// lease was lost). A send the transport says provably did not go is
-		// given back unspent; any other may have gone.
+		// given back, and the attempt is not spent; any other may have gone.
 		if receipt.Category == mail.Retryable {
 			return w.release(r, codes.QueueStopped, 0, "the worker stopped during the send, and the transport says the message did not go")
 		}
@@ -491,7 +491,7 @@ func (w *Worker) retry(ctx context.Context, r *run, code codes.Code, retryAfter 
 
 // rateLimited retries a job the provider asked to slow down for, no sooner
 // than its Retry-After; with a queue or tenant scope it pauses the queue or
-// the tenant instead and gives the job back unspent.
+// the tenant instead and gives the job back, and the attempt is not spent.
 func (w *Worker) rateLimited(ctx context.Context, r *run, receipt mail.Receipt) Outcome {
 	if w.cfg.RateLimitScope == RateLimitJob || !w.q.canPause() {
 		return w.retry(ctx, r, codes.QueueRateLimited, receipt.RetryAfter, reasonOf(receipt))
