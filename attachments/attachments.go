@@ -1,7 +1,7 @@
 // Package attachments reads the attachments a job gives by reference
-// ({ref}), for the worker's ResolveAttachment (docs/spec/queue.md, "What a job
-// holds"): FromPath reads files below a folder, FromURL fetches from an
-// allow-list of hosts.
+// ({ref}), for the worker's ResolveAttachment: FromPath reads files below a
+// folder, FromURL fetches from an allow-list of hosts (spec: "What a job
+// holds").
 //
 // A job names no file or URL the worker reads blindly: whoever can write to
 // the store could write the job. So each resolver confines its references:
