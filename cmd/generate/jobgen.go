@@ -45,6 +45,7 @@ func genJob(m *jobModel, dir string) (map[string][]byte, error) {
 		"decode.gen.go":   m.decodeFile(),
 		"validate.gen.go": m.validateFile(),
 		"fast.gen.go":     fast,
+		"hook.gen.go":     m.hookFile(),
 	}
 	out := map[string][]byte{}
 	for name, f := range files {
@@ -55,6 +56,25 @@ func genJob(m *jobModel, dir string) (map[string][]byte, error) {
 		out[dir+"/"+name] = b
 	}
 	return out, nil
+}
+
+// genhookPkg is the package through which the tests outside gen/ reach the
+// validator's unexported parts (internal/gentest/jobv1test).
+const genhookPkg = "github.com/alexify/mailer/internal/genhook"
+
+// hookFile sets genhook.JobV1 to the validator's parts, so the tests of the
+// generated package can live outside gen/ and still hold the fast path to
+// the schema.
+func (m *jobModel) hookFile() *jen.File {
+	f := newFile(m.pkg)
+	f.ImportName(genhookPkg, "genhook")
+	f.Comment(comment("init hands the tests outside gen/ (internal/gentest) the parts of the validator that are not the package's API: the fast path, the compiled schema and the mailbox format. Nothing else reads them."))
+	f.Func().Id("init").Params().Block(
+		jen.Qual(genhookPkg, "JobV1").Dot("FastValid").Op("=").Id("fastValid"),
+		jen.Qual(genhookPkg, "JobV1").Dot("Compiled").Op("=").Id("compiled"),
+		jen.Qual(genhookPkg, "JobV1").Dot("Mailbox").Op("=").Id("validateMailbox"),
+	)
+	return f
 }
 
 func (m *jobModel) typesFile() *jen.File {
