@@ -58,7 +58,7 @@ func (m *jobModel) fastFile() (*jen.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := newFile(m.pkg)
+	f := m.newFile()
 	f.Comment("fastValid reports whether v is valid for sure against the schema, by Go")
 	f.Comment("code the generator compiled the schema into (cmd/generate/fastgen.go). False")
 	f.Comment("means only \"not known to be valid\": ValidateValue then asks jsonschema/v6,")

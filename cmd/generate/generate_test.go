@@ -141,8 +141,16 @@ func TestDeterministic(t *testing.T) {
 		}
 	}
 	for p, b := range a {
-		if strings.HasSuffix(p, ".go") && !bytes.HasPrefix(b, []byte("// "+header+"\n\n")) {
-			t.Errorf("%s does not begin with the generated-code header", p)
+		src := "job.v1.json"
+		if strings.HasPrefix(p, "gen/codes/") || p == "docs/codes.md" {
+			src = codesName
+		}
+		start := "// " + header + "\n// Source: schema/" + src + "\n\n"
+		if p == "docs/codes.md" {
+			start = "# Codes\n\n<!-- " + header + " -->\n<!-- " + sourceLine(src) + " -->\n\n"
+		}
+		if !bytes.HasPrefix(b, []byte(start)) {
+			t.Errorf("%s does not begin with the generated-code header naming schema/%s", p, src)
 		}
 	}
 }

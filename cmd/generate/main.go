@@ -24,6 +24,10 @@ import (
 // that it no longer writes is removed.
 var genDirs = []string{"gen/jobv1", "gen/codes"}
 
+// codesName is the file of the schema directory gen/codes and docs/codes.md
+// are generated from.
+const codesName = "codes.yaml"
+
 func main() {
 	schemaDir := flag.String("schema", "schema", "the directory of job.v1.json and codes.yaml")
 	outDir := flag.String("out", ".", "the directory gen/ and docs/ are written under")
@@ -67,7 +71,7 @@ func Generate(schema fs.FS) (map[string][]byte, error) {
 		return nil, fmt.Errorf("%s makes package %s; the generator owns gen/jobv1 only", jobFile, m.pkg)
 	}
 
-	data, err := fs.ReadFile(schema, "codes.yaml")
+	data, err := fs.ReadFile(schema, codesName)
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,7 @@ func ifErr(call jen.Code, body ...jen.Code) *jen.Statement {
 }
 
 func (m *jobModel) validateFile() *jen.File {
-	f := newFile(m.pkg)
+	f := m.newFile()
 	pfx := m.pkg + ": "
 
 	// FieldError.
