@@ -7,5 +7,3 @@
 // schema/job.v1.json and schema/codes.yaml are the source of truth, and
 // cmd/generate writes the Go types, the validator and the codes into gen/.
 package mailer
-
-//go:generate go run ./cmd/generate

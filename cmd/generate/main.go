@@ -2,7 +2,8 @@
 // source of truth for: gen/jobv1 (the job types, Validate, Decode) from
 // schema/job.v1.json, gen/codes and docs/codes.md from schema/codes.yaml.
 //
-// Run it from the repository root, by hand or through go generate:
+// Run it from the repository root, by hand or through go generate ./...
+// (whose directive is in generate.go):
 //
 //	go run ./cmd/generate [-schema schema] [-out .]
 //
