@@ -61,15 +61,7 @@ func (m *jobModel) tsType(s *node) (string, error) {
 		return "", err
 	}
 	if c := m.kw(s, "const"); c != nil {
-		switch c.kind {
-		case 'n':
-			return string(c.num), nil
-		case 's':
-			return strconv.Quote(c.str), nil
-		case 'b':
-			return strconv.FormatBool(c.b), nil
-		}
-		return "unknown", nil
+		return constTS(c), nil
 	}
 	typ, _ := m.kwStr(s, "type")
 	if title, ok := m.kwStr(s, "title"); ok && (typ == "object" || m.kw(s, "enum") != nil) {
@@ -77,41 +69,15 @@ func (m *jobModel) tsType(s *node) (string, error) {
 	}
 	switch typ {
 	case "string":
-		if ce, _ := m.kwStr(s, "contentEncoding"); ce == "base64" {
-			return "string /* base64 */", nil
-		}
-		if f, _ := m.kwStr(s, "format"); f == "date-time" {
-			return "string /* RFC 3339 date-time */", nil
-		}
-		return "string", nil
+		return m.stringTS(s), nil
 	case "integer", "number":
 		return "number", nil
 	case "boolean":
 		return "boolean", nil
 	case "array":
-		items := m.kw(s, "items")
-		if items == nil || items.kind != 'o' {
-			return "unknown[]", nil
-		}
-		elem, err := m.tsType(items)
-		if err != nil {
-			return "", err
-		}
-		if strings.Contains(elem, " ") {
-			return "Array<" + elem + ">", nil
-		}
-		return elem + "[]", nil
+		return m.arrayTS(s)
 	case "object":
-		if ap := m.kw(s, "additionalProperties"); ap != nil && ap.kind == 'o' {
-			if _, typed := m.kwStr(ap, "type"); typed || ap.get("$ref") != nil {
-				elem, err := m.tsType(ap)
-				if err != nil {
-					return "", err
-				}
-				return "Record<string, " + elem + ">", nil
-			}
-		}
-		return "Record<string, unknown>", nil
+		return m.objectTS(s)
 	}
 	if e := m.kw(s, "enum"); e != nil {
 		if vals, err := e.strings(); err == nil {
@@ -122,4 +88,61 @@ func (m *jobModel) tsType(s *node) (string, error) {
 		}
 	}
 	return "unknown", nil
+}
+
+// constTS is the TypeScript type of the const c: its literal.
+func constTS(c *node) string {
+	switch c.kind {
+	case 'n':
+		return string(c.num)
+	case 's':
+		return strconv.Quote(c.str)
+	case 'b':
+		return strconv.FormatBool(c.b)
+	}
+	return "unknown"
+}
+
+// stringTS is the TypeScript type of a string, with a comment for base64
+// content and for a date-time, which are strings in JSON.
+func (m *jobModel) stringTS(s *node) string {
+	if ce, _ := m.kwStr(s, "contentEncoding"); ce == "base64" {
+		return "string /* base64 */"
+	}
+	if f, _ := m.kwStr(s, "format"); f == "date-time" {
+		return "string /* RFC 3339 date-time */"
+	}
+	return "string"
+}
+
+// arrayTS is the TypeScript type of an array: elem[], or Array<elem> when
+// the element's type has a comment or a union in it.
+func (m *jobModel) arrayTS(s *node) (string, error) {
+	items := m.kw(s, "items")
+	if items == nil || items.kind != 'o' {
+		return "unknown[]", nil
+	}
+	elem, err := m.tsType(items)
+	if err != nil {
+		return "", err
+	}
+	if strings.Contains(elem, " ") {
+		return "Array<" + elem + ">", nil
+	}
+	return elem + "[]", nil
+}
+
+// objectTS is the TypeScript type of an object without a title: a Record of
+// its additionalProperties' type, or of unknown.
+func (m *jobModel) objectTS(s *node) (string, error) {
+	if ap := m.kw(s, "additionalProperties"); ap != nil && ap.kind == 'o' {
+		if _, typed := m.kwStr(ap, "type"); typed || ap.get("$ref") != nil {
+			elem, err := m.tsType(ap)
+			if err != nil {
+				return "", err
+			}
+			return "Record<string, " + elem + ">", nil
+		}
+	}
+	return "Record<string, unknown>", nil
 }
