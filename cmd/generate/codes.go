@@ -123,6 +123,9 @@ func constName(prefix, value string) string {
 	return n
 }
 
+// genCodes renders gen/codes/codes.gen.go: the Code constants, the
+// vocabularies of where a code appears and the state it leaves a job in,
+// and the table of Info rows with its lookups.
 func genCodes(codes []codeEntry) ([]byte, error) {
 	f := jen.NewFile("codes")
 	f.HeaderComment(header)
@@ -151,7 +154,14 @@ func genCodes(codes []codeEntry) ([]byte, error) {
 			g.Id(c.goName).Id("Code").Op("=").Lit(c.Code)
 		}
 	})
+	vocabDecls(f)
+	infoDecls(f, codes)
+	lookupDecls(f)
+	return render(f)
+}
 
+// vocabDecls declares Where and State, the vocabularies of codes.yaml.
+func vocabDecls(f *jen.File) {
 	enum := func(typ, doc string, vs []vocab) {
 		f.Line()
 		f.Comment(comment(doc))
@@ -168,7 +178,10 @@ func genCodes(codes []codeEntry) ([]byte, error) {
 	}
 	enum("Where", "Where says where a code appears.", wheres)
 	enum("State", "State is the state a failure leaves its job in; the zero value means none (a code that is not a failure).", states)
+}
 
+// infoDecls declares Info and the rows of codes.yaml, infos and byCode.
+func infoDecls(f *jen.File, codes []codeEntry) {
 	f.Line()
 	f.Comment(comment("Info is a row of schema/codes.yaml."))
 	f.Type().Id("Info").Struct(
@@ -211,7 +224,10 @@ func genCodes(codes []codeEntry) ([]byte, error) {
 		jen.For(jen.List(id("i"), id("info")).Op(":=").Range().Id("infos")).Block(id("m").Index(id("info").Dot("Code")).Op("=").Id("i")),
 		ret(id("m")),
 	).Call()
+}
 
+// lookupDecls declares All, Lookup and the methods of Code.
+func lookupDecls(f *jen.File) {
 	f.Line()
 	f.Comment(comment("All returns every code's Info, in the order of schema/codes.yaml. The slice is the caller's."))
 	f.Func().Id("All").Params().Index().Id("Info").Block(ret(jen.Qual("slices", "Clone").Call(id("infos"))))
@@ -237,7 +253,6 @@ func genCodes(codes []codeEntry) ([]byte, error) {
 	f.Line()
 	f.Comment(comment("String returns the code as it appears in logs, errors and audit events."))
 	f.Func().Params(id("c").Id("Code")).Id("String").Params().String().Block(ret(jen.String().Parens(id("c"))))
-	return render(f)
 }
 
 // codesMarkdown writes docs/codes.md.
