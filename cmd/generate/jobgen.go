@@ -180,8 +180,20 @@ func (m *jobModel) schemaFile() *jen.File {
 	return f
 }
 
+// decodeFile is decode.gen.go: Decode, DecodeValue and EncodeValue, and
+// the encoder and the decoder of each struct type.
 func (m *jobModel) decodeFile() *jen.File {
 	f := m.newFile()
+	m.decodeDecl(f)
+	m.valueDecls(f)
+	m.encodeFuncs(f)
+	m.decodeFuncs(f)
+	return f
+}
+
+// decodeDecl declares Decode, which decodes the JSON of a job with
+// encoding/json into the clear or the sealed type.
+func (m *jobModel) decodeDecl(f *jen.File) {
 	clear, sealed := m.clear.name, m.sealed.name
 	f.Comment(comment(fmt.Sprintf("Decode decodes data, the JSON of one job, into a %s when it has %s (the sealed shape) or else into a %s (the clear shape); the other result is nil. It does not validate: call Validate first. It is strict: a property the Go type does not have is an error, and so is data after the job. Numbers in maps of any type (a job's context) decode as json.Number, so they encode again as they were.", sealed, strconv.Quote(m.discriminator), clear)))
 	decodeInto := func(v string) jen.Code {
@@ -217,8 +229,12 @@ func (m *jobModel) decodeFile() *jen.File {
 		),
 		jen.Return(jen.Op("&").Id("j"), jen.Nil(), jen.Nil()),
 	)
+}
 
-	// DecodeValue and one decoder per struct type.
+// valueDecls declares DecodeValue and EncodeValue, which go between a job
+// and its JSON value through the functions of encodeFuncs and decodeFuncs.
+func (m *jobModel) valueDecls(f *jen.File) {
+	clear, sealed := m.clear.name, m.sealed.name
 	f.Line()
 	f.Comment(comment(fmt.Sprintf("DecodeValue decodes v, the JSON object of one job as encoding/json decodes it with UseNumber (the value ValidateValue took), as Decode decodes the object's JSON, without encoding and decoding it again: into a %s when it has %s, else into a %s. It does not validate, and it keeps v's maps (a job's context) without copying them.", sealed, strconv.Quote(m.discriminator), clear)))
 	f.Func().Id("DecodeValue").Params(jen.Id("v").Map(jen.String()).Any()).Params(jen.Op("*").Id(clear), jen.Op("*").Id(sealed), jen.Error()).Block(
@@ -243,6 +259,10 @@ func (m *jobModel) decodeFile() *jen.File {
 		jen.Id("v").Op("=").Id("encode"+clear).Call(jen.Id("e"), jen.Id("j")),
 		jen.Return(jen.Id("v"), jen.Id("e").Dot("OK").Call()),
 	)
+}
+
+// encodeFuncs declares encodeT for each struct type T.
+func (m *jobModel) encodeFuncs(f *jen.File) {
 	for _, t := range m.types {
 		if t.enum {
 			continue
@@ -258,6 +278,10 @@ func (m *jobModel) decodeFile() *jen.File {
 			append([]jen.Code{jen.Id("o").Op(":=").Make(jen.Map(jen.String()).Any(), jen.Lit(len(t.fields)))}, append(sets, jen.Return(jen.Id("o")))...)...,
 		)
 	}
+}
+
+// decodeFuncs declares decodeT for each struct type T.
+func (m *jobModel) decodeFuncs(f *jen.File) {
 	for _, t := range m.types {
 		if t.enum {
 			continue
@@ -278,5 +302,4 @@ func (m *jobModel) decodeFile() *jen.File {
 			jen.Return(jen.Id("t")),
 		)
 	}
-	return f
 }
