@@ -56,10 +56,10 @@ test-short:
 ## fixed in Go 1.27).
 FUZZN ?= 200000
 fuzz:
-	$(GO) test ./gen/jobv1 -run '^$$' -fuzz '^FuzzValidate$$' -fuzztime $(FUZZN)x
-	$(GO) test ./gen/jobv1 -run '^$$' -fuzz '^FuzzFastPath$$' -fuzztime $(FUZZN)x
-	$(GO) test ./gen/jobv1 -run '^$$' -fuzz '^FuzzDecodeValue$$' -fuzztime $(FUZZN)x
-	$(GO) test ./gen/jobv1 -run '^$$' -fuzz '^FuzzEncodeValue$$' -fuzztime $(FUZZN)x
+	$(GO) test ./internal/gentest/jobv1test -run '^$$' -fuzz '^FuzzValidate$$' -fuzztime $(FUZZN)x
+	$(GO) test ./internal/gentest/jobv1test -run '^$$' -fuzz '^FuzzFastPath$$' -fuzztime $(FUZZN)x
+	$(GO) test ./internal/gentest/jobv1test -run '^$$' -fuzz '^FuzzDecodeValue$$' -fuzztime $(FUZZN)x
+	$(GO) test ./internal/gentest/jobv1test -run '^$$' -fuzz '^FuzzEncodeValue$$' -fuzztime $(FUZZN)x
 	$(GO) test ./cmd/generate -run '^$$' -fuzz '^FuzzClassOf$$' -fuzztime $(FUZZN)x
 	$(GO) test ./mailqueue -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZN)x -parallel 1
 	$(GO) test ./mailqueue -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZN)x

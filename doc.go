@@ -19,5 +19,3 @@
 // job's v field, apart from the module's own semantic version (see
 // CHANGELOG.md).
 package mailer
-
-//go:generate go run ./cmd/generate
