@@ -9,6 +9,8 @@ import (
 
 	"github.com/alexify/mailer/gen/codes"
 	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/internal/jcs"
+	"github.com/alexify/mailer/internal/strictjson"
 )
 
 // prepare checks a job and makes what the driver stores.
@@ -63,7 +65,7 @@ func (q *Queue) prepare(in *jobv1.Job) (NewJob, Result, *Error) {
 			e.Err = err
 			return NewJob{}, Result{}, e
 		}
-		if generic, err = decodeJSON(raw); err != nil {
+		if generic, err = strictjson.Decode(raw); err != nil {
 			e := newError(codes.QueueInvalidJob, "the job does not decode from its JSON")
 			e.Err = err
 			return NewJob{}, Result{}, e
@@ -101,12 +103,12 @@ func (q *Queue) prepare(in *jobv1.Job) (NewJob, Result, *Error) {
 		}
 		obj = sealed
 	}
-	if err := sign(q.cfg.SigningKeys, obj); err != nil {
+	if err := signJob(q.cfg.SigningKeys, obj); err != nil {
 		e := newError(codes.QueueInvalidJob, "the job has no canonical JSON")
 		e.Err = err
 		return NewJob{}, Result{}, e
 	}
-	data, err := canonicalJSON(obj)
+	data, err := jcs.Marshal(obj)
 	if err != nil {
 		e := newError(codes.QueueInvalidJob, "the job has no canonical JSON")
 		e.Err = err

@@ -1,17 +1,18 @@
 package mailqueue
 
-// Fuzz targets of the worker's job-opening path. go test runs their seeds
-// (the wire vectors) only; fuzz them with, for instance:
+// The fuzz target of the worker's job-opening path. go test runs its seeds
+// (the wire vectors) only; fuzz it with, for instance:
 //
-//	go test ./mailqueue -run '^$' -fuzz FuzzOpen -fuzztime 20s
-//	go test ./mailqueue -run '^$' -fuzz FuzzCanonical -fuzztime 20s
+//	go test ./mailqueue -run '^$' -fuzz '^FuzzOpen$' -fuzztime 20000x -parallel 1
+//
+// FuzzCanonical, of the canonical JSON, is in internal/jcs.
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"regexp"
 	"testing"
+
+	"github.com/alexify/mailer/internal/strictjson"
 )
 
 var hashText = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -57,7 +58,7 @@ func FuzzOpen(f *testing.F) {
 			}
 			if signed && o.code == "queue.codec_failed" || signed && o.code == "queue.codec_missing" {
 				// The mac was verified before the codec was asked.
-				if obj, err := decodeStored(data); err != nil || !verify(ks, obj) {
+				if obj, err := strictjson.DecodeObject(data); err != nil || !verifyJob(ks, obj) {
 					t.Fatalf("an unverified job reached the codec: %+v", o)
 				}
 			}
@@ -71,37 +72,6 @@ func FuzzOpen(f *testing.F) {
 		}
 		if c, ok := c1.(*base64Codec); ok && c.decodes > 1 {
 			t.Fatalf("the codec was asked %d times", c.decodes)
-		}
-	})
-}
-
-func FuzzCanonical(f *testing.F) {
-	v := readVectors(f)
-	for _, c := range v.Canonical {
-		f.Add([]byte(c.Input))
-	}
-	for _, s := range v.Stored {
-		f.Add([]byte(s.Data))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		in, err := decodeJSON(data)
-		if err != nil {
-			return
-		}
-		c1, err := canonicalJSON(in)
-		if err != nil {
-			return // a number out of range
-		}
-		if !json.Valid(c1) {
-			t.Fatalf("not JSON: %s", c1)
-		}
-		again, err := decodeJSON(c1)
-		if err != nil {
-			t.Fatalf("the canonical JSON does not decode: %v", err)
-		}
-		c2, err := canonicalJSON(again)
-		if err != nil || !bytes.Equal(c1, c2) {
-			t.Fatalf("not idempotent:\n%s\n%s (%v)", c1, c2, err)
 		}
 	})
 }
