@@ -13,8 +13,9 @@ import (
 	"github.com/alexify/mailer/gen/jobv1"
 )
 
-// maxContextDepth is how deep a context may nest: deeper values would not
-// decode in every JSON parser.
+// maxContextDepth is how many levels of JSON a context may hold below
+// itself: deeper values would not decode in every JSON parser. It is the
+// depth to which jobv1.EncodeValue writes a context itself.
 const maxContextDepth = 64
 
 // checkValues refuses what a job's Go values hold that its JSON would not
@@ -131,9 +132,23 @@ func (c *contextChecker) fail(pointer, reason string) {
 
 // walk checks the value v at the JSON pointer ptr and, through the walk*
 // methods, everything it holds.
+//
+// The depth counts the values on the path from the context, the context
+// itself at 1: a JSON level each. An interface or a pointer is no level of
+// the JSON, so what it holds is walked at its own depth.
 func (c *contextChecker) walk(v reflect.Value, ptr string) {
 	if !v.IsValid() {
 		return // nil
+	}
+	switch v.Kind() {
+	case reflect.Interface:
+		if !v.IsNil() {
+			c.walk(v.Elem(), ptr)
+		}
+		return
+	case reflect.Pointer:
+		c.walkPointer(v, ptr)
+		return
 	}
 	c.depth++
 	defer func() { c.depth-- }()
@@ -145,12 +160,6 @@ func (c *contextChecker) walk(v reflect.Value, ptr string) {
 		return
 	}
 	switch v.Kind() {
-	case reflect.Interface:
-		if !v.IsNil() {
-			c.walk(v.Elem(), ptr)
-		}
-	case reflect.Pointer:
-		c.walkPointer(v, ptr)
 	case reflect.Slice:
 		c.walkSlice(v, ptr)
 	case reflect.Array:
@@ -183,9 +192,6 @@ func (c *contextChecker) encodesItself(v reflect.Value, ptr string) bool {
 			c.fail(ptr, "is a json.Number that is not a finite number")
 		}
 		return true
-	case v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer:
-		// Walked into, or checked by walkPointer.
-		return false
 	case t.Implements(jsonMarshalerType) || t.Implements(textMarshalerType) ||
 		reflect.PointerTo(t).Implements(jsonMarshalerType) && v.CanAddr():
 		c.fail(ptr, ownEncoding(t))

@@ -10,6 +10,9 @@ import (
 	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/internal/jcs"
 )
 
 // textOnly has a MarshalText of its own.
@@ -21,6 +24,8 @@ func (textOnly) MarshalText() ([]byte, error) { return []byte("t"), nil }
 type ptrJSON struct{ S string }
 
 func (*ptrJSON) MarshalJSON() ([]byte, error) { return []byte(`"p"`), nil }
+
+func ptrTo(v any) *any { return &v }
 
 // TestCheckContext takes every path of the context's walk: each value is
 // given alone, under "v", and the test wants the pointers and the start of
@@ -35,6 +40,15 @@ func TestCheckContext(t *testing.T) {
 	cyclePtr := &node{}
 	cyclePtr.Next = cyclePtr
 	shared := map[string]any{"a": 1}
+	// deep returns n arrays, one in the other, around a string.
+	deep := func(n int) any {
+		var v any = "leaf"
+		for i := 0; i < n; i++ {
+			v = []any{v}
+		}
+		return v
+	}
+	deepTyped := [][][]string{{{"leaf"}}}
 	var nilPtr *node
 	var nilMap map[string]any
 	var nilSlice []any
@@ -98,6 +112,13 @@ func TestCheckContext(t *testing.T) {
 		{"a slice cycle", cycleSlice, []string{"/context/v/0: is a cycle"}},
 		{"a pointer cycle", cyclePtr, []string{"/context/v/Next: is a cycle"}},
 		{"one map twice, not a cycle", []any{shared, shared}, nil},
+		// The value of "v" is the first level below the context: 63 arrays
+		// and their string are 64 levels, one more array is too deep,
+		// whether the levels are interfaces or typed.
+		{"64 levels", deep(maxContextDepth - 1), nil},
+		{"64 levels behind pointers", ptrTo(deep(maxContextDepth - 1)), nil},
+		{"65 levels", deep(maxContextDepth), []string{"/context/v" + strings.Repeat("/0", maxContextDepth) + ": nests deeper than 64 levels"}},
+		{"4 typed levels", deepTyped, nil},
 		{"two faults", []any{math.NaN(), make(chan int)}, []string{"/context/v/0: is NaN or an infinity", "/context/v/1: is a chan, which JSON cannot hold"}},
 	}
 	for _, tc := range tests {
@@ -118,5 +139,37 @@ func TestCheckContext(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDeepContextRoundTrips enqueues a context 64 levels deep, the most
+// checkContext lets through, and opens it as a worker does: what the
+// producer accepts, the worker reads back the same.
+func TestDeepContextRoundTrips(t *testing.T) {
+	var v any = "leaf"
+	for i := 0; i < maxContextDepth-1; i++ {
+		v = []any{v}
+	}
+	q, err := New(Config{Driver: nopDriver{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := &jobv1.Job{
+		Kind: jobv1.KindTemplate, Template: "welcome", From: "shop@example.com", To: []string{"ada@example.com"},
+		IdempotencyKey: "deep", Context: map[string]any{"v": v},
+	}
+	nj, _, perr := q.prepare(job)
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	got, o := openJob(t.Context(), nj.Data, nil, nil)
+	if o != nil {
+		t.Fatalf("openJob: %+v", o)
+	}
+	// Compared as canonical JSON: cmp.Diff takes time exponential in the
+	// depth of nested slices.
+	want, _ := jcs.Marshal(map[string]any{"v": v})
+	if g, err := jcs.Marshal(got.Context); err != nil || string(g) != string(want) {
+		t.Errorf("context %s (%v), want %s", g, err, want)
 	}
 }
