@@ -158,7 +158,7 @@ func TestDeepContextRoundTrips(t *testing.T) {
 		Kind: jobv1.KindTemplate, Template: "welcome", From: "shop@example.com", To: []string{"ada@example.com"},
 		IdempotencyKey: "deep", Context: map[string]any{"v": v},
 	}
-	nj, _, perr := q.prepare(job)
+	nj, _, perr := q.prepare(t.Context(), job)
 	if perr != nil {
 		t.Fatal(perr)
 	}

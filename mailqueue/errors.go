@@ -90,6 +90,13 @@ func newError(code codes.Code, reason string) *Error {
 	return &Error{Code: code, Reason: reason, Index: -1}
 }
 
+// causeError is newError with the underlying cause.
+func causeError(code codes.Code, reason string, err error) *Error {
+	e := newError(code, reason)
+	e.Err = err
+	return e
+}
+
 func fieldsError(code codes.Code, fields []FieldError) *Error {
 	e := &Error{Code: code, Fields: fields, Index: -1}
 	if len(fields) > 0 {

@@ -51,34 +51,8 @@ func openJob(ctx context.Context, data []byte, keys []SigningKey, codec Codec) (
 	}
 	whole := obj
 	if enc, sealed := obj["enc"].(string); sealed {
-		if codec == nil {
-			return nil, &opened{action: Release, code: codes.QueueCodecMissing, reason: "sealed, and this worker has no codec"}
-		}
-		sealedJSON, err := codec.Decode(ctx, enc)
-		if err != nil {
-			o := &opened{action: Retry, code: codes.QueueCodecFailed, reason: "the codec could not open the job: " + err.Error()}
-			if !retryable(err) {
-				o.action = Fail
-			}
-			return nil, o
-		}
-		inner, err := strictjson.DecodeObject(sealedJSON)
-		if err != nil {
-			return nil, failed(codes.QueueInvalidJob, "the sealed job does not open to a JSON object: "+err.Error())
-		}
-		whole = make(map[string]any, len(inner)+len(envelope))
-		for k, v := range inner {
-			if isEnvelope(k) || k == "enc" {
-				return nil, failed(codes.QueueInvalidJob, "the sealed part holds "+strconv.Quote(k)+", a field of the envelope")
-			}
-			whole[k] = v
-		}
-		for k, v := range obj {
-			if k != "enc" {
-				whole[k] = v
-			}
-		}
-		if o := validateStored(whole, expiresOf(whole)); o != nil {
+		var o *opened
+		if whole, o = openSealed(ctx, obj, enc, codec); o != nil {
 			return nil, o
 		}
 	}
@@ -94,6 +68,43 @@ func openJob(ctx context.Context, data []byte, keys []SigningKey, codec Codec) (
 		return nil, failed(codes.QueueInvalidJob, "the stored job does not decode")
 	}
 	return job, nil
+}
+
+// openSealed opens the enc of a sealed job with the codec and returns the
+// whole job: the envelope's fields and those of the sealed part, which may
+// hold none of the envelope's, checked against the schema.
+func openSealed(ctx context.Context, obj map[string]any, enc string, codec Codec) (map[string]any, *opened) {
+	if codec == nil {
+		return nil, &opened{action: Release, code: codes.QueueCodecMissing, reason: "sealed, and this worker has no codec"}
+	}
+	sealedJSON, err := codec.Decode(ctx, enc)
+	if err != nil {
+		o := &opened{action: Retry, code: codes.QueueCodecFailed, reason: "the codec could not open the job: " + err.Error()}
+		if !retryable(err) {
+			o.action = Fail
+		}
+		return nil, o
+	}
+	inner, err := strictjson.DecodeObject(sealedJSON)
+	if err != nil {
+		return nil, failed(codes.QueueInvalidJob, "the sealed job does not open to a JSON object: "+err.Error())
+	}
+	whole := make(map[string]any, len(inner)+len(envelope))
+	for k, v := range inner {
+		if isEnvelope(k) || k == "enc" {
+			return nil, failed(codes.QueueInvalidJob, "the sealed part holds "+strconv.Quote(k)+", a field of the envelope")
+		}
+		whole[k] = v
+	}
+	for k, v := range obj {
+		if k != "enc" {
+			whole[k] = v
+		}
+	}
+	if o := validateStored(whole, expiresOf(whole)); o != nil {
+		return nil, o
+	}
+	return whole, nil
 }
 
 // validateStored checks a stored job against the schema: a field version 1

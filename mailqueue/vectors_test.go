@@ -220,7 +220,7 @@ func TestVectorsSigned(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			nj, res, perr := q.prepare(&src)
+			nj, res, perr := q.prepare(context.Background(), &src)
 			if perr != nil {
 				t.Fatal(perr)
 			}
