@@ -2,7 +2,6 @@ package mailqueue
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/alexify/mailer/gen/codes"
@@ -163,8 +162,3 @@ type ReleaseParams struct {
 	Code   codes.Code
 	Reason string
 }
-
-// ErrTransactionUnsupported is returned by a driver that writes no
-// transaction when it is given one: it refuses rather than ignores it
-// (docs/spec/queue.md, "The audit and the log").
-var ErrTransactionUnsupported = errors.New("mailqueue: this driver takes no transaction")
