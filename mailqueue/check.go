@@ -109,7 +109,8 @@ var (
 )
 
 // checkContext refuses a context that does not round-trip through JSON
-// unchanged (docs/spec/queue.md, "What a job holds"): a value with a JSON
+// unchanged, as a worker in any language must render the context the
+// producer gave (spec: "What a job holds"): a value with a JSON
 // encoding of its own (time.Time, a type with MarshalJSON or MarshalText), a
 // NaN or an infinity, an integer beyond 2^53-1, a channel, a function, a
 // complex number, a map with keys that are not strings, or a cycle. It

@@ -7,14 +7,25 @@ import (
 	"github.com/alexify/mailer/internal/jcs"
 )
 
-// Codec seals and opens the message of a job (docs/spec/queue.md, "Sealed
-// jobs"). Encode turns the canonical JSON of the sealed fields into the text
-// of enc; Decode turns it back into those bytes.
+// Codec seals and opens the message of a job, so that the store holds only
+// what the codec made of it (spec: "Sealed jobs"). A sealed job keeps in
+// clear only its envelope: v, hash (a duplicate is still told by it),
+// enqueuedAt, correlationId, kid, mac and trace; its other fields are enc.
+// Encode turns the canonical JSON of the sealed fields into the text of enc;
+// Decode turns it back into those bytes. Encode is given the context of the
+// Enqueue call, Decode that of the worker's run.
 //
-// An error of Decode retries the job (queue.codec_failed): a key out of
-// reach comes back. An error that is not retryable fails it at once: wrap it
-// with PermanentError, or give it a method Retryable() bool that returns
-// false (errors.As finds either in the chain).
+// An error of Encode refuses the enqueue with queue.codec_failed, and
+// nothing is stored. An error of Decode retries the job
+// (queue.codec_failed), as a key out of reach comes back. An error that is
+// not retryable fails the job at once: wrap it with PermanentError, or give
+// it a method Retryable() bool that returns false (errors.As finds either in
+// the chain). A worker without a codec gives a sealed job back, the attempt
+// not spent, for a worker that can open it (queue.codec_missing).
+//
+// Sealing is not signing: whoever can seal a job can forge one, so seal with
+// SigningKeys too. The mac covers the envelope and enc, and the worker
+// verifies it before the codec sees enc.
 type Codec interface {
 	Encode(ctx context.Context, plain []byte) (string, error)
 	Decode(ctx context.Context, enc string) ([]byte, error)
@@ -46,8 +57,8 @@ func retryable(err error) bool {
 	return true
 }
 
-// envelope are the fields a sealed job keeps in clear (docs/spec/queue.md,
-// "Sealed jobs"); enc holds the others.
+// envelope are the fields a sealed job keeps in clear (spec: "Sealed
+// jobs"); enc holds the others.
 var envelope = []string{"v", "hash", "enqueuedAt", "correlationId", "kid", "mac", "trace"}
 
 func isEnvelope(name string) bool {

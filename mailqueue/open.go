@@ -173,8 +173,8 @@ func (w *Worker) open(ctx context.Context, r *run) (Outcome, bool) {
 }
 
 // unreadable gives back a job this worker cannot read yet (or whose
-// operator must act), its attempt not spent, and fails it once it expired or
-// waited MaxReleaseWait.
+// operator must act), and the attempt is not spent; it fails the job once
+// the job expired or waited MaxReleaseWait.
 func (w *Worker) unreadable(ctx context.Context, r *run, code codes.Code, reason string) (Outcome, bool) {
 	var expires *time.Time
 	if r.job != nil {
