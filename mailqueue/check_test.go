@@ -27,42 +27,19 @@ func (*ptrJSON) MarshalJSON() ([]byte, error) { return []byte(`"p"`), nil }
 
 func ptrTo(v any) *any { return &v }
 
-// TestCheckContext takes every path of the context's walk: each value is
-// given alone, under "v", and the test wants the pointers and the start of
-// the reasons of what is refused (none for a value that round-trips).
-func TestCheckContext(t *testing.T) {
+// contextCase is a value given alone to checkContext, under "v", and the
+// faults it gives: "pointer: the start of the reason" (none for a value
+// that round-trips).
+type contextCase struct {
+	name string
+	v    any
+	want []string
+}
+
+// scalarContextCases are the values that hold no other.
+func scalarContextCases() []contextCase {
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	cycleMap := map[string]any{}
-	cycleMap["self"] = cycleMap
-	cycleSlice := []any{nil}
-	cycleSlice[0] = cycleSlice
-	type node struct{ Next *node }
-	cyclePtr := &node{}
-	cyclePtr.Next = cyclePtr
-	shared := map[string]any{"a": 1}
-	// deep returns n arrays, one in the other, around a string.
-	deep := func(n int) any {
-		var v any = "leaf"
-		for i := 0; i < n; i++ {
-			v = []any{v}
-		}
-		return v
-	}
-	deepTyped := [][][]string{{{"leaf"}}}
-	var nilPtr *node
-	var nilMap map[string]any
-	var nilSlice []any
-	var nilIntMap map[int]string
-	type tagged struct {
-		Name    string `json:"name,omitempty"`
-		Skipped func() `json:"-"`
-		Plain   int
-	}
-	tests := []struct {
-		name string
-		v    any
-		want []string // "pointer: reason start"
-	}{
+	return []contextCase{
 		{"nil", nil, nil},
 		{"a bool", true, nil},
 		{"a string", "Ada", nil},
@@ -82,6 +59,39 @@ func TestCheckContext(t *testing.T) {
 		{"a func", func() {}, []string{"/context/v: is a func, which JSON cannot hold"}},
 		{"a channel", make(chan int), []string{"/context/v: is a chan, which JSON cannot hold"}},
 		{"an unsafe pointer", unsafe.Pointer(&created), []string{"/context/v: is a unsafe.Pointer, which JSON cannot hold"}},
+	}
+}
+
+// containerContextCases are the values with a JSON encoding of their own
+// and those that hold others.
+func containerContextCases() []contextCase {
+	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	cycleMap := map[string]any{}
+	cycleMap["self"] = cycleMap
+	cycleSlice := []any{nil}
+	cycleSlice[0] = cycleSlice
+	type node struct{ Next *node }
+	cyclePtr := &node{}
+	cyclePtr.Next = cyclePtr
+	shared := map[string]any{"a": 1}
+	// deep returns n arrays, one in the other, around a string.
+	deep := func(n int) any {
+		var v any = "leaf"
+		for i := 0; i < n; i++ {
+			v = []any{v}
+		}
+		return v
+	}
+	var nilPtr *node
+	var nilMap map[string]any
+	var nilSlice []any
+	var nilIntMap map[int]string
+	type tagged struct {
+		Name    string `json:"name,omitempty"`
+		Skipped func() `json:"-"`
+		Plain   int
+	}
+	return []contextCase{
 		{"a valid json.RawMessage", json.RawMessage(`{"a":[1]}`), nil},
 		{"an invalid json.RawMessage", json.RawMessage(`{"a":`), []string{"/context/v: is a json.RawMessage that is not valid JSON"}},
 		{"a json.Number", json.Number("1.5e3"), nil},
@@ -118,9 +128,14 @@ func TestCheckContext(t *testing.T) {
 		{"64 levels", deep(maxContextDepth - 1), nil},
 		{"64 levels behind pointers", ptrTo(deep(maxContextDepth - 1)), nil},
 		{"65 levels", deep(maxContextDepth), []string{"/context/v" + strings.Repeat("/0", maxContextDepth) + ": nests deeper than 64 levels"}},
-		{"4 typed levels", deepTyped, nil},
+		{"4 typed levels", [][][]string{{{"leaf"}}}, nil},
 		{"two faults", []any{math.NaN(), make(chan int)}, []string{"/context/v/0: is NaN or an infinity", "/context/v/1: is a chan, which JSON cannot hold"}},
 	}
+}
+
+// TestCheckContext takes every path of the context's walk.
+func TestCheckContext(t *testing.T) {
+	tests := append(scalarContextCases(), containerContextCases()...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/alexify/mailer/gen/jobv1"
 	"github.com/alexify/mailer/internal/strictjson"
 )
 
@@ -50,18 +51,7 @@ func FuzzOpen(f *testing.F) {
 			t.Fatalf("two opens differ: %+v, %+v", o, o2)
 		}
 		if o != nil {
-			if job != nil || o.code == "" || (o.action != Fail && o.action != Retry && o.action != Release) {
-				t.Fatalf("a refusal with a job or without an outcome: %+v", o)
-			}
-			if o.action == Retry && o.code != "queue.codec_failed" {
-				t.Fatalf("only a codec retries: %+v", o)
-			}
-			if signed && o.code == "queue.codec_failed" || signed && o.code == "queue.codec_missing" {
-				// The mac was verified before the codec was asked.
-				if obj, err := strictjson.DecodeObject(data); err != nil || !verifyJob(ks, obj) {
-					t.Fatalf("an unverified job reached the codec: %+v", o)
-				}
-			}
+			checkRefusal(t, data, ks, job, o)
 			return
 		}
 		if job == nil || job.V != 1 || !hashText.MatchString(job.Hash) {
@@ -74,4 +64,23 @@ func FuzzOpen(f *testing.F) {
 			t.Fatalf("the codec was asked %d times", c.decodes)
 		}
 	})
+}
+
+// checkRefusal checks a job openJob refused: no job, an outcome with a
+// code, a retry only from the codec, and under keys the codec asked only
+// for a job whose mac was verified.
+func checkRefusal(t *testing.T, data []byte, ks []SigningKey, job *jobv1.Job, o *opened) {
+	t.Helper()
+	if job != nil || o.code == "" || (o.action != Fail && o.action != Retry && o.action != Release) {
+		t.Fatalf("a refusal with a job or without an outcome: %+v", o)
+	}
+	if o.action == Retry && o.code != "queue.codec_failed" {
+		t.Fatalf("only a codec retries: %+v", o)
+	}
+	if len(ks) > 0 && (o.code == "queue.codec_failed" || o.code == "queue.codec_missing") {
+		// The mac was verified before the codec was asked.
+		if obj, err := strictjson.DecodeObject(data); err != nil || !verifyJob(ks, obj) {
+			t.Fatalf("an unverified job reached the codec: %+v", o)
+		}
+	}
 }
