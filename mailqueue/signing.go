@@ -10,7 +10,15 @@ import (
 // MinSigningKeyBytes is the shortest secret a SigningKey may have.
 const MinSigningKeyBytes = 32
 
-// SigningKey is a key of Config.SigningKeys.
+// SigningKey is a key of Config.SigningKeys, which sign each job with an
+// HMAC-SHA256 (its kid and mac), so that whoever can write to the store
+// cannot forge a job: a worker given keys sends only jobs one of them
+// signed, and fails any other with queue.signature_invalid, unsent.
+//
+// The first key signs and each one verifies. To rotate, put the new key
+// first, deploy the workers, then the producers, and drop the old key once
+// no job it signed is left. A worker without keys checks the hash alone, so
+// give every worker the keys before any producer (spec: "Signed jobs").
 type SigningKey struct {
 	// ID names the key in the job's kid: 1 to 64 of A-Z a-z 0-9 . _ : -,
 	// unique among the keys.
