@@ -21,7 +21,7 @@ func (q *Queue) prepare(ctx context.Context, in *jobv1.Job) (NewJob, Result, *Er
 	}
 	job := *in // a shallow copy: the slices fillIn changes are copied there
 	if fe := checkValues(&job); len(fe) > 0 {
-		return NewJob{}, Result{}, fieldsError(codes.QueueInvalidJob, fe)
+		return NewJob{}, Result{}, invalidJob(fe)
 	}
 	id, inline := q.fillIn(&job)
 	obj, e := jobObject(&job)
@@ -29,7 +29,7 @@ func (q *Queue) prepare(ctx context.Context, in *jobv1.Job) (NewJob, Result, *Er
 		return NewJob{}, Result{}, e
 	}
 	if inline > q.cfg.MaxInlineAttachmentBytes {
-		return NewJob{}, Result{}, fieldsError(codes.QueueInvalidJob, []FieldError{{
+		return NewJob{}, Result{}, invalidJob([]FieldError{{
 			Path: "attachments", Pointer: "/attachments", Rule: "maxInlineAttachmentBytes",
 			Reason: fmt.Sprintf("the inline attachments hold %d bytes, more than the %d allowed", inline, q.cfg.MaxInlineAttachmentBytes),
 		}})
@@ -137,7 +137,7 @@ func (q *Queue) stored(ctx context.Context, obj map[string]any) (string, []byte,
 		return "", nil, causeError(codes.QueueInvalidJob, "the job has no canonical JSON", err)
 	}
 	if len(data) > q.cfg.MaxJobBytes {
-		return "", nil, fieldsError(codes.QueueInvalidJob, []FieldError{{
+		return "", nil, invalidJob([]FieldError{{
 			Rule: "maxJobBytes", Reason: fmt.Sprintf("the job is %d bytes, more than the %d allowed", len(data), q.cfg.MaxJobBytes),
 		}})
 	}
@@ -154,7 +154,7 @@ func validationError(err error) *Error {
 	for i, f := range ve.Errors {
 		fields[i] = FieldError{Path: f.Path, Pointer: f.Pointer, Rule: f.Rule, Reason: f.Message}
 	}
-	e := fieldsError(codes.QueueInvalidJob, fields)
+	e := invalidJob(fields)
 	e.Err = err
 	return e
 }

@@ -61,7 +61,7 @@ func TestSealedJobKeepsNothingInClear(t *testing.T) {
 	if err := json.Unmarshal(raw.Data, &stored); err != nil {
 		t.Fatal(err)
 	}
-	var names []string
+	names := make([]string, 0, len(stored))
 	for k := range stored {
 		names = append(names, k)
 	}

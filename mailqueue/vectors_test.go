@@ -75,7 +75,7 @@ func (k vectorKey) signingKey(t testing.TB) SigningKey {
 }
 
 func signingKeys(t testing.TB, ks []vectorKey) []SigningKey {
-	var out []SigningKey
+	out := make([]SigningKey, 0, len(ks))
 	for _, k := range ks {
 		out = append(out, k.signingKey(t))
 	}
@@ -143,7 +143,7 @@ func TestVectorsSchema(t *testing.T) {
 			if !errors.As(err, &ve) {
 				t.Fatalf("Validate = %v, want a *ValidationError", err)
 			}
-			var got []struct{ Pointer, Rule string }
+			got := make([]struct{ Pointer, Rule string }, 0, len(ve.Errors))
 			for _, e := range ve.Errors {
 				got = append(got, struct{ Pointer, Rule string }{e.Pointer, e.Rule})
 			}

@@ -167,7 +167,7 @@ func walk(t *testing.T, path, contentType, cte string, header map[string][]strin
 			walk(t, path, p.Header.Get("Content-Type"), p.Header.Get("Content-Transfer-Encoding"), p.Header, p, out)
 		}
 	}
-	var r io.Reader = body
+	r := io.Reader(body)
 	if strings.EqualFold(cte, "base64") {
 		r = base64.NewDecoder(base64.StdEncoding, body)
 	}
