@@ -76,86 +76,142 @@ var reservedHeaders = []string{
 //
 // Errors wrap ErrInvalidMessage.
 func Build(msg *Message) (*gomail.Msg, error) {
-	if msg == nil {
-		return nil, invalid("nil message")
-	}
-	if msg.MessageID == "" {
-		return nil, invalid("message id: required")
-	}
-	messageID, err := asciiID(msg.MessageID)
-	if err != nil || !messageIDPattern.MatchString(messageID) {
-		return nil, invalid("message id: not of the form <left@right>")
-	}
-	if msg.Date.IsZero() {
-		return nil, invalid("date: required")
-	}
-	if msg.HTML == "" && msg.Text == "" {
-		return nil, invalid("body: neither HTML nor Text is set")
-	}
-	if hasCRLF(msg.Subject) {
-		return nil, invalid("subject: contains CR or LF")
-	}
-
-	from, err := parseAddress("from", msg.From)
+	messageID, err := checkFields(msg)
 	if err != nil {
 		return nil, err
 	}
-	to, err := parseAddresses("to", msg.To)
+	addrs, err := parseMailboxes(msg)
 	if err != nil {
 		return nil, err
 	}
-	cc, err := parseAddresses("cc", msg.Cc)
-	if err != nil {
-		return nil, err
-	}
-	bcc, err := parseAddresses("bcc", msg.Bcc)
-	if err != nil {
-		return nil, err
-	}
-	if len(to)+len(cc)+len(bcc) == 0 {
-		return nil, invalid("recipients: no To, Cc or Bcc")
-	}
-	replyTo, err := parseAddresses("reply-to", msg.ReplyTo)
-	if err != nil {
-		return nil, err
-	}
-
 	m := gomail.NewMsg(gomail.WithNoDefaultUserAgent())
 	m.SetMessageIDWithValue(strings.TrimSuffix(strings.TrimPrefix(messageID, "<"), ">"))
 	m.SetDateWithValue(msg.Date.UTC())
-	m.FromMailAddress(from)
-	if len(to) > 0 {
-		m.ToMailAddress(to...)
-	}
-	if len(cc) > 0 {
-		m.CcMailAddress(cc...)
-	}
-	if len(bcc) > 0 {
-		m.BccMailAddress(bcc...)
-	}
-	if len(replyTo) > 0 {
-		m.ReplyToMailAddress(replyTo...)
-	}
+	addrs.set(m)
 	m.Subject(msg.Subject)
+	if err := setHeaders(m, msg.Headers); err != nil {
+		return nil, err
+	}
+	setBodies(m, msg)
+	levels, err := addAttachments(m, msg.Attachments)
+	if err != nil {
+		return nil, err
+	}
+	if msg.Text != "" && msg.HTML != "" {
+		levels++
+	}
+	if levels == 1 {
+		// One multipart level: go-mail's SetBoundary is safe and makes the
+		// go-mail message itself deterministic.
+		m.SetBoundary(boundary(msg.MessageID, 0))
+	}
+	return m, nil
+}
 
-	names := make([]string, 0, len(msg.Headers))
-	for name := range msg.Headers {
+// checkFields checks what Build needs of the message besides its addresses,
+// headers and attachments: a Message-ID of the form <left@right>, a Date, a
+// body, a Subject on one line. It returns the Message-ID with its domain in
+// ASCII.
+func checkFields(msg *Message) (string, error) {
+	if msg == nil {
+		return "", invalid("nil message")
+	}
+	if msg.MessageID == "" {
+		return "", invalid("message id: required")
+	}
+	messageID, err := asciiID(msg.MessageID)
+	if err != nil || !messageIDPattern.MatchString(messageID) {
+		return "", invalid("message id: not of the form <left@right>")
+	}
+	if msg.Date.IsZero() {
+		return "", invalid("date: required")
+	}
+	if msg.HTML == "" && msg.Text == "" {
+		return "", invalid("body: neither HTML nor Text is set")
+	}
+	if hasCRLF(msg.Subject) {
+		return "", invalid("subject: contains CR or LF")
+	}
+	return messageID, nil
+}
+
+// mailboxes are the parsed addresses of a message.
+type mailboxes struct {
+	from                 *netmail.Address
+	to, cc, bcc, replyTo []*netmail.Address
+}
+
+// parseMailboxes parses every address of the message, in the order From,
+// To, Cc, Bcc, Reply-To; a message needs a recipient in To, Cc or Bcc.
+func parseMailboxes(msg *Message) (mailboxes, error) {
+	var a mailboxes
+	var err error
+	if a.from, err = parseAddress("from", msg.From); err != nil {
+		return a, err
+	}
+	if a.to, err = parseAddresses("to", msg.To); err != nil {
+		return a, err
+	}
+	if a.cc, err = parseAddresses("cc", msg.Cc); err != nil {
+		return a, err
+	}
+	if a.bcc, err = parseAddresses("bcc", msg.Bcc); err != nil {
+		return a, err
+	}
+	if len(a.to)+len(a.cc)+len(a.bcc) == 0 {
+		return a, invalid("recipients: no To, Cc or Bcc")
+	}
+	if a.replyTo, err = parseAddresses("reply-to", msg.ReplyTo); err != nil {
+		return a, err
+	}
+	return a, nil
+}
+
+// set writes the addresses on the go-mail message; an empty list sets no
+// header.
+func (a mailboxes) set(m *gomail.Msg) {
+	m.FromMailAddress(a.from)
+	if len(a.to) > 0 {
+		m.ToMailAddress(a.to...)
+	}
+	if len(a.cc) > 0 {
+		m.CcMailAddress(a.cc...)
+	}
+	if len(a.bcc) > 0 {
+		m.BccMailAddress(a.bcc...)
+	}
+	if len(a.replyTo) > 0 {
+		m.ReplyToMailAddress(a.replyTo...)
+	}
+}
+
+// setHeaders sets the extra header fields in the order of their names. A
+// name must be printable ASCII without ':' and not a field Build writes
+// itself; a value must be on one line.
+func setHeaders(m *gomail.Msg, headers map[string]string) error {
+	names := make([]string, 0, len(headers))
+	for name := range headers {
 		names = append(names, name)
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		value := msg.Headers[name]
+		value := headers[name]
 		switch {
 		case !headerNamePat.MatchString(name):
-			return nil, invalid("header %q: not a field name", name)
+			return invalid("header %q: not a field name", name)
 		case slices.Contains(reservedHeaders, strings.ToLower(name)):
-			return nil, invalid("header %q: set by the message's own fields", name)
+			return invalid("header %q: set by the message's own fields", name)
 		case hasCRLF(value):
-			return nil, invalid("header %q: value contains CR or LF", name)
+			return invalid("header %q: value contains CR or LF", name)
 		}
 		m.SetGenHeader(gomail.Header(name), value)
 	}
+	return nil
+}
 
+// setBodies sets the bodies: a Text and an HTML make a
+// multipart/alternative, the text first.
+func setBodies(m *gomail.Msg, msg *Message) {
 	switch {
 	case msg.Text != "" && msg.HTML != "":
 		m.SetBodyString(gomail.TypeTextPlain, msg.Text)
@@ -165,16 +221,17 @@ func Build(msg *Message) (*gomail.Msg, error) {
 	default:
 		m.SetBodyString(gomail.TypeTextHTML, msg.HTML)
 	}
+}
 
-	levels := 0
-	if msg.Text != "" && msg.HTML != "" {
-		levels++
-	}
+// addAttachments embeds the inline attachments and attaches the others. It
+// returns the multipart levels they open: one for the inline ones (a
+// multipart/related), one for the others (a multipart/mixed).
+func addAttachments(m *gomail.Msg, attachments []Attachment) (int, error) {
 	var inline, attached int
-	for i, a := range msg.Attachments {
+	for i, a := range attachments {
 		opts, err := attachmentOptions(i, a)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		if a.Inline {
 			inline++
@@ -184,21 +241,19 @@ func Build(msg *Message) (*gomail.Msg, error) {
 			err = m.AttachReader(a.Filename, bytes.NewReader(a.Data), opts...)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("mail: attachment[%d]: %w", i, err)
+			// go-mail reads a bytes.Reader, which does not fail; should a
+			// later go-mail fail here, the message is not built as given.
+			return 0, fmt.Errorf("%w: attachment[%d]: %w", ErrInvalidMessage, i, err)
 		}
 	}
+	levels := 0
 	if inline > 0 {
 		levels++
 	}
 	if attached > 0 {
 		levels++
 	}
-	if levels == 1 {
-		// One multipart level: go-mail's SetBoundary is safe and makes the
-		// go-mail message itself deterministic.
-		m.SetBoundary(boundary(msg.MessageID, 0))
-	}
-	return m, nil
+	return levels, nil
 }
 
 func attachmentOptions(i int, a Attachment) ([]gomail.FileOption, error) {

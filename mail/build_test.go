@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alexify/mailer/mail"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/alexify/mailer/mail"
 )
 
 // pngBytes is a 1×1 transparent PNG.
@@ -211,48 +212,107 @@ func TestBytesHeaders(t *testing.T) {
 	}
 }
 
+// TestBuildInvalid forces each error path of Build and its helpers: each
+// error wraps ErrInvalidMessage, names the field (want) and quotes no
+// address, and Bytes and WriteTo fail the same way, writing nothing. The
+// one path it cannot force is go-mail failing to read an attachment's
+// bytes.Reader, which does not fail; that error wraps ErrInvalidMessage too.
 func TestBuildInvalid(t *testing.T) {
-	for name, edit := range map[string]func(m *mail.Message){
-		"no message id":          func(m *mail.Message) { m.MessageID = "" },
-		"message id no brackets": func(m *mail.Message) { m.MessageID = "abc@example.com" },
-		"message id no at":       func(m *mail.Message) { m.MessageID = "<abc>" },
-		"message id space":       func(m *mail.Message) { m.MessageID = "<a b@example.com>" },
-		"no date":                func(m *mail.Message) { m.Date = time.Time{} },
-		"no from":                func(m *mail.Message) { m.From = "" },
-		"bad from":               func(m *mail.Message) { m.From = "not an address" },
-		"two froms":              func(m *mail.Message) { m.From = "a@example.com, b@example.com" },
-		"bad to":                 func(m *mail.Message) { m.To = []string{"ada@"} },
-		"bad cc":                 func(m *mail.Message) { m.Cc = []string{"<grace"} },
-		"bad bcc":                func(m *mail.Message) { m.Bcc = []string{"x"} },
-		"bad reply-to":           func(m *mail.Message) { m.ReplyTo = []string{"@example.com"} },
-		"no recipient":           func(m *mail.Message) { m.To, m.Cc, m.Bcc = nil, nil, nil },
-		"no body":                func(m *mail.Message) { m.Text, m.HTML = "", "" },
-		"subject injection":      func(m *mail.Message) { m.Subject = "hi\r\nBcc: victim@example.com" },
-		"header injection":       func(m *mail.Message) { m.Headers = map[string]string{"X-A": "1\r\nBcc: v@example.com"} },
-		"reserved header":        func(m *mail.Message) { m.Headers = map[string]string{"subject": "x"} },
-		"bad header name":        func(m *mail.Message) { m.Headers = map[string]string{"X A": "x"} },
-		"inline without cid":     func(m *mail.Message) { m.Attachments[0].ContentID = "" },
-		"cid with brackets":      func(m *mail.Message) { m.Attachments[0].ContentID = "<logo@x>" },
-		"attachment no name":     func(m *mail.Message) { m.Attachments[1].Filename = "" },
-		"bad content type":       func(m *mail.Message) { m.Attachments[1].ContentType = "not a type" },
-	} {
-		t.Run(name, func(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(m *mail.Message)
+		want string
+	}{
+		{"no message id", func(m *mail.Message) { m.MessageID = "" }, "message id: required"},
+		{"message id no brackets", func(m *mail.Message) { m.MessageID = "abc@example.com" }, "message id: not of the form"},
+		{"message id no at", func(m *mail.Message) { m.MessageID = "<abc>" }, "message id: not of the form"},
+		{"message id space", func(m *mail.Message) { m.MessageID = "<a b@example.com>" }, "message id: not of the form"},
+		{"message id left not ASCII", func(m *mail.Message) { m.MessageID = "<zoë@example.com>" }, "message id: not of the form"},
+		{"message id on a bad IDN", func(m *mail.Message) { m.MessageID = "<a@bü_cher.example>" }, "message id: not of the form"},
+		{"no date", func(m *mail.Message) { m.Date = time.Time{} }, "date: required"},
+		{"no body", func(m *mail.Message) { m.Text, m.HTML = "", "" }, "body: neither HTML nor Text"},
+		{"subject injection", func(m *mail.Message) { m.Subject = "hi\r\nBcc: victim@example.com" }, "subject: contains CR or LF"},
+		{"subject with LF", func(m *mail.Message) { m.Subject = "hi\nthere" }, "subject: contains CR or LF"},
+		{"no from", func(m *mail.Message) { m.From = "" }, "from: required"},
+		{"bad from", func(m *mail.Message) { m.From = "not an address" }, "from: not a single RFC 5322 address"},
+		{"two froms", func(m *mail.Message) { m.From = "a@example.com, b@example.com" }, "from: not a single RFC 5322 address"},
+		{"from with a quoted local part", func(m *mail.Message) { m.From = `"a> SIZE=1"@example.com` }, "from: a quoted local part"},
+		{"bad to", func(m *mail.Message) { m.To = []string{"ada@"} }, "to[0]: not a single"},
+		{"empty second to", func(m *mail.Message) { m.To = append(m.To, "") }, "to[1]: required"},
+		{"bad cc", func(m *mail.Message) { m.Cc = []string{"<grace"} }, "cc[0]: not a single"},
+		{"bad bcc", func(m *mail.Message) { m.Bcc = []string{"x"} }, "bcc[0]: not a single"},
+		{"no recipient", func(m *mail.Message) { m.To, m.Cc, m.Bcc = nil, nil, nil }, "recipients: no To, Cc or Bcc"},
+		{"bad reply-to", func(m *mail.Message) { m.ReplyTo = []string{"@example.com"} }, "reply-to[0]: not a single"},
+		{"header injection", func(m *mail.Message) { m.Headers = map[string]string{"X-A": "1\r\nBcc: v@example.com"} }, `header "X-A": value contains CR or LF`},
+		{"reserved header", func(m *mail.Message) { m.Headers = map[string]string{"subject": "x"} }, `header "subject": set by the message's own fields`},
+		{"bad header name", func(m *mail.Message) { m.Headers = map[string]string{"X A": "x"} }, `header "X A": not a field name`},
+		{"header name with a colon", func(m *mail.Message) { m.Headers = map[string]string{"X:A": "x"} }, `header "X:A": not a field name`},
+		{"inline without cid", func(m *mail.Message) { m.Attachments[0].ContentID = "" }, "attachment[0]: inline without a content id"},
+		{"cid with brackets", func(m *mail.Message) { m.Attachments[0].ContentID = "<logo@x>" }, "attachment[0]: bad content id"},
+		{"cid left not ASCII", func(m *mail.Message) { m.Attachments[0].ContentID = "zoë@x" }, "attachment[0]: bad content id"},
+		{"cid on a bad IDN", func(m *mail.Message) { m.Attachments[0].ContentID = "logo@bü_cher.example" }, "attachment[0]: bad content id"},
+		{"attachment no name", func(m *mail.Message) { m.Attachments[1].Filename = "" }, "attachment[1]: no filename"},
+		{"attachment name with CR LF", func(m *mail.Message) { m.Attachments[1].Filename = "a\r\nb.pdf" }, "attachment[1]: filename contains CR or LF"},
+		{"bad content type", func(m *mail.Message) { m.Attachments[1].ContentType = "not a type" }, "attachment[1]: bad content type"},
+		{"multipart content type", func(m *mail.Message) { m.Attachments[1].ContentType = "multipart/mixed; boundary=x" }, "attachment[1]: bad content type"},
+		{"content type with CR LF", func(m *mail.Message) { m.Attachments[1].ContentType = "text/plain;\r\n charset=utf-8" }, "attachment[1]: bad content type"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
 			m := fullMessage()
-			edit(m)
+			tc.edit(m)
 			_, err := mail.Build(m)
 			if !errors.Is(err, mail.ErrInvalidMessage) {
 				t.Fatalf("Build: got %v, want ErrInvalidMessage", err)
 			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Build: %q, want it to say %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "example.com") || strings.Contains(err.Error(), "bü_cher") {
+				t.Errorf("error quotes an address: %v", err)
+			}
 			if _, err := m.Bytes(); !errors.Is(err, mail.ErrInvalidMessage) {
 				t.Fatalf("Bytes: got %v, want ErrInvalidMessage", err)
 			}
-			if strings.Contains(err.Error(), "example.com") {
-				t.Errorf("error quotes an address: %v", err)
+			var buf bytes.Buffer
+			if n, err := m.WriteTo(&buf); !errors.Is(err, mail.ErrInvalidMessage) || n != 0 || buf.Len() != 0 {
+				t.Fatalf("WriteTo: %d bytes, %v; want nothing written and ErrInvalidMessage", n, err)
 			}
 		})
 	}
 	if _, err := mail.Build(nil); !errors.Is(err, mail.ErrInvalidMessage) {
 		t.Errorf("Build(nil): %v", err)
+	}
+}
+
+// TestEnvelopeInvalid forces each error path of Envelope: each wraps
+// ErrInvalidMessage and names the field.
+func TestEnvelopeInvalid(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(m *mail.Message)
+		want string
+	}{
+		{"no from", func(m *mail.Message) { m.From = "" }, "from: required"},
+		{"bad from", func(m *mail.Message) { m.From = "not an address" }, "from: not a single"},
+		{"bad to", func(m *mail.Message) { m.To = []string{"ada@"} }, "to[0]: not a single"},
+		{"bad cc", func(m *mail.Message) { m.Cc = []string{"<grace"} }, "cc[0]: not a single"},
+		{"quoted bcc", func(m *mail.Message) { m.Bcc = []string{`"john doe"@example.com`} }, "bcc[0]: a quoted local part"},
+		{"no recipient", func(m *mail.Message) { m.To, m.Cc, m.Bcc = nil, nil, nil }, "recipients: no To, Cc or Bcc"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := fullMessage()
+			tc.edit(m)
+			_, _, err := m.Envelope()
+			if !errors.Is(err, mail.ErrInvalidMessage) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Envelope: %v, want ErrInvalidMessage saying %q", err, tc.want)
+			}
+		})
+	}
+	var nilMsg *mail.Message
+	if _, _, err := nilMsg.Envelope(); !errors.Is(err, mail.ErrInvalidMessage) {
+		t.Errorf("Envelope of nil: %v", err)
 	}
 }
 

@@ -13,8 +13,9 @@ import (
 	"github.com/alexify/mailer/gen/jobv1"
 )
 
-// maxContextDepth is how deep a context may nest: deeper values would not
-// decode in every JSON parser.
+// maxContextDepth is how many levels of JSON a context may hold below
+// itself: deeper values would not decode in every JSON parser. It is the
+// depth to which jobv1.EncodeValue writes a context itself.
 const maxContextDepth = 64
 
 // checkValues refuses what a job's Go values hold that its JSON would not
@@ -108,7 +109,8 @@ var (
 )
 
 // checkContext refuses a context that does not round-trip through JSON
-// unchanged (docs/spec/queue.md, "What a job holds"): a value with a JSON
+// unchanged, as a worker in any language must render the context the
+// producer gave (spec: "What a job holds"): a value with a JSON
 // encoding of its own (time.Time, a type with MarshalJSON or MarshalText), a
 // NaN or an infinity, an integer beyond 2^53-1, a channel, a function, a
 // complex number, a map with keys that are not strings, or a cycle. It
@@ -129,9 +131,25 @@ func (c *contextChecker) fail(pointer, reason string) {
 	c.errs = append(c.errs, FieldError{Pointer: pointer, Path: pathOf(pointer), Rule: "json", Reason: reason})
 }
 
+// walk checks the value v at the JSON pointer ptr and, through the walk*
+// methods, everything it holds.
+//
+// The depth counts the values on the path from the context, the context
+// itself at 1: a JSON level each. An interface or a pointer is no level of
+// the JSON, so what it holds is walked at its own depth.
 func (c *contextChecker) walk(v reflect.Value, ptr string) {
 	if !v.IsValid() {
 		return // nil
+	}
+	switch v.Kind() {
+	case reflect.Interface:
+		if !v.IsNil() {
+			c.walk(v.Elem(), ptr)
+		}
+		return
+	case reflect.Pointer:
+		c.walkPointer(v, ptr)
+		return
 	}
 	c.depth++
 	defer func() { c.depth-- }()
@@ -139,44 +157,149 @@ func (c *contextChecker) walk(v reflect.Value, ptr string) {
 		c.fail(ptr, "nests deeper than "+strconv.Itoa(maxContextDepth)+" levels")
 		return
 	}
+	if c.encodesItself(v, ptr) {
+		return
+	}
+	switch v.Kind() {
+	case reflect.Slice:
+		c.walkSlice(v, ptr)
+	case reflect.Array:
+		c.walkElems(v, ptr)
+	case reflect.Map:
+		c.walkMap(v, ptr)
+	case reflect.Struct:
+		c.walkStruct(v, ptr)
+	default:
+		c.checkScalar(v, ptr)
+	}
+}
+
+// encodesItself checks a value whose JSON encoding is not that of its
+// kind: a json.RawMessage must be valid JSON and a json.Number a finite
+// number; any other type with a MarshalJSON or MarshalText of its own is
+// refused, as it would not come back as it was. It reports whether it
+// checked v.
+func (c *contextChecker) encodesItself(v reflect.Value, ptr string) bool {
 	t := v.Type()
-	if t == rawMessageType {
+	switch {
+	case t == rawMessageType: // before the marshalers: it is one
 		if !json.Valid(v.Bytes()) {
 			c.fail(ptr, "is a json.RawMessage that is not valid JSON")
 		}
-		return
-	}
-	if t == numberType {
+		return true
+	case t == numberType:
 		f, err := strconv.ParseFloat(v.String(), 64)
 		if err != nil || math.IsInf(f, 0) {
 			c.fail(ptr, "is a json.Number that is not a finite number")
 		}
+		return true
+	case t.Implements(jsonMarshalerType) || t.Implements(textMarshalerType) ||
+		reflect.PointerTo(t).Implements(jsonMarshalerType) && v.CanAddr():
+		c.fail(ptr, ownEncoding(t))
+		return true
+	}
+	return false
+}
+
+// ownEncoding is the reason a value with a JSON encoding of its own is
+// refused.
+func ownEncoding(t reflect.Type) string {
+	return "is a " + t.String() + ", which has a JSON encoding of its own and would not come back as it was (pass a string, such as an RFC 3339 time)"
+}
+
+// walkPointer walks what a pointer points to, unless the pointer has a JSON
+// encoding of its own or points back to a value being walked.
+func (c *contextChecker) walkPointer(v reflect.Value, ptr string) {
+	if v.IsNil() {
 		return
 	}
-	if v.Kind() != reflect.Interface && v.Kind() != reflect.Pointer &&
-		(t.Implements(jsonMarshalerType) || t.Implements(textMarshalerType) ||
-			reflect.PointerTo(t).Implements(jsonMarshalerType) && v.CanAddr()) {
-		c.fail(ptr, "is a "+t.String()+", which has a JSON encoding of its own and would not come back as it was (pass a string, such as an RFC 3339 time)")
+	if t := v.Type(); t.Implements(jsonMarshalerType) || t.Implements(textMarshalerType) {
+		c.fail(ptr, ownEncoding(t))
 		return
 	}
+	if !c.enter(v.Pointer(), ptr) {
+		return
+	}
+	c.walk(v.Elem(), ptr)
+	delete(c.seen, v.Pointer())
+}
+
+// walkSlice walks the elements of a slice; a []byte is refused, as JSON
+// writes it as base64.
+func (c *contextChecker) walkSlice(v reflect.Value, ptr string) {
+	if v.IsNil() {
+		return
+	}
+	if v.Type().Elem().Kind() == reflect.Uint8 {
+		c.fail(ptr, "is a []byte, which JSON turns into a base64 string (pass a string)")
+		return
+	}
+	if !c.enter(v.Pointer(), ptr) {
+		return
+	}
+	c.walkElems(v, ptr)
+	delete(c.seen, v.Pointer())
+}
+
+// walkElems walks the elements of a slice or an array, each at its index.
+func (c *contextChecker) walkElems(v reflect.Value, ptr string) {
+	for i := 0; i < v.Len(); i++ {
+		c.walk(v.Index(i), ptr+"/"+strconv.Itoa(i))
+	}
+}
+
+// walkMap walks the values of a map whose keys are strings, each at its
+// key; a key that is not UTF-8 is refused.
+func (c *contextChecker) walkMap(v reflect.Value, ptr string) {
+	if v.Type().Key().Kind() != reflect.String {
+		c.fail(ptr, "is a map whose keys are not strings, which would not come back as it was")
+		return
+	}
+	if v.IsNil() {
+		return
+	}
+	if !c.enter(v.Pointer(), ptr) {
+		return
+	}
+	iter := v.MapRange()
+	for iter.Next() {
+		k := iter.Key().String()
+		if !utf8.ValidString(k) {
+			c.fail(ptr, "has a key that is not valid UTF-8, which JSON would not keep")
+			continue
+		}
+		c.walk(iter.Value(), ptr+"/"+pointerEscape(k))
+	}
+	delete(c.seen, v.Pointer())
+}
+
+// walkStruct walks the fields of a struct, each at its JSON name; a struct
+// with an unexported field is refused, as JSON leaves the field out.
+func (c *contextChecker) walkStruct(v reflect.Value, ptr string) {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			c.fail(ptr, "is a "+t.String()+" with unexported fields, which JSON leaves out (export them, or pass a map)")
+			return
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		c.walk(v.Field(i), ptr+"/"+pointerEscape(name))
+	}
+}
+
+// checkScalar checks a value that holds no other: a string must be UTF-8,
+// an integer within 2^53-1 and a float finite; a channel, a function, a
+// complex number or an unsafe pointer is refused, as JSON cannot hold it.
+func (c *contextChecker) checkScalar(v reflect.Value, ptr string) {
+	const beyond = "is an integer beyond 2^53-1 (Number.MAX_SAFE_INTEGER), which JSON numbers do not keep exactly everywhere (pass a string)"
 	switch v.Kind() {
-	case reflect.Interface:
-		if !v.IsNil() {
-			c.walk(v.Elem(), ptr)
-		}
-	case reflect.Pointer:
-		if v.IsNil() {
-			return
-		}
-		if t.Implements(jsonMarshalerType) || t.Implements(textMarshalerType) {
-			c.fail(ptr, "is a "+t.String()+", which has a JSON encoding of its own and would not come back as it was (pass a string, such as an RFC 3339 time)")
-			return
-		}
-		if !c.enter(v.Pointer(), ptr) {
-			return
-		}
-		c.walk(v.Elem(), ptr)
-		delete(c.seen, v.Pointer())
 	case reflect.Bool:
 	case reflect.String:
 		if !utf8.ValidString(v.String()) {
@@ -184,71 +307,15 @@ func (c *contextChecker) walk(v reflect.Value, ptr string) {
 		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		if n := v.Int(); n > maxSafeInteger || n < -maxSafeInteger {
-			c.fail(ptr, "is an integer beyond 2^53-1 (Number.MAX_SAFE_INTEGER), which JSON numbers do not keep exactly everywhere (pass a string)")
+			c.fail(ptr, beyond)
 		}
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		if v.Uint() > maxSafeInteger {
-			c.fail(ptr, "is an integer beyond 2^53-1 (Number.MAX_SAFE_INTEGER), which JSON numbers do not keep exactly everywhere (pass a string)")
+			c.fail(ptr, beyond)
 		}
 	case reflect.Float32, reflect.Float64:
 		if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
 			c.fail(ptr, "is NaN or an infinity, which JSON cannot hold")
-		}
-	case reflect.Slice:
-		if v.IsNil() {
-			return
-		}
-		if t.Elem().Kind() == reflect.Uint8 {
-			c.fail(ptr, "is a []byte, which JSON turns into a base64 string (pass a string)")
-			return
-		}
-		if !c.enter(v.Pointer(), ptr) {
-			return
-		}
-		for i := 0; i < v.Len(); i++ {
-			c.walk(v.Index(i), ptr+"/"+strconv.Itoa(i))
-		}
-		delete(c.seen, v.Pointer())
-	case reflect.Array:
-		for i := 0; i < v.Len(); i++ {
-			c.walk(v.Index(i), ptr+"/"+strconv.Itoa(i))
-		}
-	case reflect.Map:
-		if t.Key().Kind() != reflect.String {
-			c.fail(ptr, "is a map whose keys are not strings, which would not come back as it was")
-			return
-		}
-		if v.IsNil() {
-			return
-		}
-		if !c.enter(v.Pointer(), ptr) {
-			return
-		}
-		iter := v.MapRange()
-		for iter.Next() {
-			k := iter.Key().String()
-			if !utf8.ValidString(k) {
-				c.fail(ptr, "has a key that is not valid UTF-8, which JSON would not keep")
-				continue
-			}
-			c.walk(iter.Value(), ptr+"/"+pointerEscape(k))
-		}
-		delete(c.seen, v.Pointer())
-	case reflect.Struct:
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			if !f.IsExported() {
-				c.fail(ptr, "is a "+t.String()+" with unexported fields, which JSON leaves out (export them, or pass a map)")
-				return
-			}
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "-" {
-				continue
-			}
-			if name == "" {
-				name = f.Name
-			}
-			c.walk(v.Field(i), ptr+"/"+pointerEscape(name))
 		}
 	default: // Chan, Func, Complex, UnsafePointer
 		c.fail(ptr, "is a "+v.Kind().String()+", which JSON cannot hold")

@@ -90,8 +90,17 @@ func newError(code codes.Code, reason string) *Error {
 	return &Error{Code: code, Reason: reason, Index: -1}
 }
 
-func fieldsError(code codes.Code, fields []FieldError) *Error {
-	e := &Error{Code: code, Fields: fields, Index: -1}
+// causeError is newError with the underlying cause.
+func causeError(code codes.Code, reason string, err error) *Error {
+	e := newError(code, reason)
+	e.Err = err
+	return e
+}
+
+// invalidJob is the queue.invalid_job refusal of the bad values fields,
+// its Path, Pointer and Reason those of the first.
+func invalidJob(fields []FieldError) *Error {
+	e := &Error{Code: codes.QueueInvalidJob, Fields: fields, Index: -1}
 	if len(fields) > 0 {
 		e.Path, e.Pointer, e.Reason = fields[0].Path, fields[0].Pointer, fields[0].Reason
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/alexify/mailer/internal/jcs"
 	"github.com/alexify/mailer/mail"
 )
 
@@ -51,7 +52,7 @@ func seedOf(secret []byte, parts ...string) string {
 	for i, p := range parts {
 		arr[i] = p
 	}
-	c, _ := canonicalJSON(arr) // an array of strings always encodes
+	c, _ := jcs.Marshal(arr) // an array of strings always encodes
 	if len(secret) > 0 {
 		m := hmac.New(sha256.New, secret)
 		m.Write(c)

@@ -187,7 +187,7 @@ func (q *Queue) EnqueueMany(ctx context.Context, jobs []*jobv1.Job) ([]Result, e
 	prepared := make([]NewJob, len(jobs))
 	results := make([]Result, len(jobs))
 	for i, job := range jobs {
-		nj, r, err := q.prepare(job)
+		nj, r, err := q.prepare(ctx, job)
 		if err != nil {
 			err.Index = i
 			return nil, err

@@ -61,7 +61,7 @@ func TestSealedJobKeepsNothingInClear(t *testing.T) {
 	if err := json.Unmarshal(raw.Data, &stored); err != nil {
 		t.Fatal(err)
 	}
-	var names []string
+	names := make([]string, 0, len(stored))
 	for k := range stored {
 		names = append(names, k)
 	}
@@ -228,4 +228,48 @@ func TestAESGCMCodec(t *testing.T) {
 func retryableErr(err error) bool {
 	var r interface{ Retryable() bool }
 	return !errors.As(err, &r) || r.Retryable()
+}
+
+// ctxCodec is a codec that records the value of ctxKey its Encode is given
+// and fails when that context is done.
+type ctxCodec struct{ got []any }
+
+type ctxKey struct{}
+
+func (c *ctxCodec) Encode(ctx context.Context, plain []byte) (string, error) {
+	c.got = append(c.got, ctx.Value(ctxKey{}))
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(plain), nil
+}
+
+func (c *ctxCodec) Decode(_ context.Context, enc string) ([]byte, error) {
+	return base64.StdEncoding.DecodeString(enc)
+}
+
+// TestCodecGetsTheCallersContext: Enqueue and EnqueueMany give the codec's
+// Encode the caller's context, so a codec that calls a key service sees
+// the caller's values and deadline.
+func TestCodecGetsTheCallersContext(t *testing.T) {
+	codec := &ctxCodec{}
+	q, _, _ := newQueue(t, mailqueue.Config{Codec: codec})
+	ctx := context.WithValue(context.Background(), ctxKey{}, "caller")
+	if _, err := q.Enqueue(ctx, secretJob()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.EnqueueMany(ctx, []*jobv1.Job{contentJob(), secretJob()}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []any{"caller", "caller", "caller"}; !slices.Equal(codec.got, want) {
+		t.Errorf("Encode saw %v, want %v", codec.got, want)
+	}
+	// A caller's context that is done reaches the codec too: the job is
+	// refused with queue.codec_failed, and the cause is the context's.
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err := q.Enqueue(cancelled, secretJob())
+	if mailqueue.CodeOf(err) != codes.QueueCodecFailed || !errors.Is(err, context.Canceled) {
+		t.Errorf("Enqueue with a cancelled context: %v, want queue.codec_failed caused by context.Canceled", err)
+	}
 }

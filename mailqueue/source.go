@@ -2,7 +2,6 @@ package mailqueue
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/alexify/mailer/gen/codes"
@@ -163,10 +162,3 @@ type ReleaseParams struct {
 	Code   codes.Code
 	Reason string
 }
-
-// ErrTransactionUnsupported is what a driver that writes no transaction
-// returns when it is given one: it refuses rather than ignores it, since a
-// caller who passes a transaction counts on the job being stored with its
-// own writes or not at all (spec: "The audit and the log"). No driver of
-// this module takes a transaction yet; the planned outboxes will.
-var ErrTransactionUnsupported = errors.New("mailqueue: this driver takes no transaction")

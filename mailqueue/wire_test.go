@@ -166,7 +166,7 @@ func TestIDSecretChangesTheIDAndIsStable(t *testing.T) {
 	a, _, _ := newQueue(t, mailqueue.Config{IDSecret: secret})
 	b, _, _ := newQueue(t, mailqueue.Config{IDSecret: secret})
 	other, _, _ := newQueue(t, mailqueue.Config{IDSecret: []byte(strings.Repeat("o", 32))})
-	var rs []mailqueue.Result
+	rs := make([]mailqueue.Result, 0, 4)
 	for _, q := range []*mailqueue.Queue{plain, a, b, other} {
 		r, err := q.Enqueue(ctx, contentJob())
 		if err != nil {

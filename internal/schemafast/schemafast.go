@@ -85,11 +85,11 @@ func Enum(v any, vals ...string) bool {
 	return false
 }
 
-// Length reports whether s has from min to max characters (code points, as
-// JSON Schema counts them); max < 0 is no maximum.
-func Length(s string, min, max int) bool {
+// Length reports whether s has from least to most characters (code points,
+// as JSON Schema counts them); most < 0 is no maximum.
+func Length(s string, least, most int) bool {
 	n := utf8.RuneCountInString(s)
-	return n >= min && (max < 0 || n <= max)
+	return n >= least && (most < 0 || n <= most)
 }
 
 var dateTimeRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$`)
@@ -149,10 +149,10 @@ type Class struct {
 	NonASCII bool
 }
 
-// Repeat reports whether s is made of min to max characters of c (max < 0
-// is no maximum). It decides ^c{min,max}$ as package regexp does, invalid
+// Repeat reports whether s is made of least to most characters of c (most
+// < 0 is no maximum). It decides ^c{least,most}$ as package regexp does, invalid
 // UTF-8 included (a byte that is not UTF-8 is U+FFFD, beyond ASCII).
-func Repeat(s string, c *Class, min, max int) bool {
+func Repeat(s string, c *Class, least, most int) bool {
 	n := 0
 	for i := 0; i < len(s); {
 		b := s[i]
@@ -169,11 +169,11 @@ func Repeat(s string, c *Class, min, max int) bool {
 			i += size
 		}
 		n++
-		if max >= 0 && n > max {
+		if most >= 0 && n > most {
 			return false
 		}
 	}
-	return n >= min
+	return n >= least
 }
 
 // Decoder turns the values of a JSON object, as encoding/json decodes them

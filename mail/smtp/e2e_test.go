@@ -77,42 +77,7 @@ func TestSendEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := m.Header
-	dec := new(mime.WordDecoder)
-	subject, err := dec.DecodeHeader(h.Get("Subject"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	from, err := h.AddressList("From")
-	if err != nil {
-		t.Fatal(err)
-	}
-	to, err := h.AddressList("To")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc, err := h.AddressList("Cc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	replyTo, err := h.AddressList("Reply-To")
-	if err != nil {
-		t.Fatal(err)
-	}
-	date, err := h.Date()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gotHeaders := map[string]string{
-		"Message-Id": h.Get("Message-Id"),
-		"Subject":    subject,
-		"From":       from[0].String(),
-		"To":         to[0].String(),
-		"Cc":         cc[0].Address,
-		"Reply-To":   replyTo[0].Address,
-		"Date":       date.UTC().Format(time.RFC3339),
-		"X-Job-Id":   h.Get("X-Job-Id"),
-		"Bcc":        h.Get("Bcc"),
-	}
+	gotHeaders := readHeaders(t, h)
 	wantHeaders := map[string]string{
 		"Message-Id": msg.MessageID,
 		"Subject":    msg.Subject,
@@ -145,6 +110,40 @@ func TestSendEndToEnd(t *testing.T) {
 	}
 }
 
+// readHeaders returns the headers of an arrived message that
+// TestSendEndToEnd checks, decoded with the standard library: the Subject
+// (RFC 2047), the first address of From and To in full, of Cc and Reply-To
+// bare, the Date in UTC.
+func readHeaders(t *testing.T, h netmail.Header) map[string]string {
+	t.Helper()
+	dec := new(mime.WordDecoder)
+	subject, err := dec.DecodeHeader(h.Get("Subject"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists := map[string][]*netmail.Address{}
+	for _, name := range []string{"From", "To", "Cc", "Reply-To"} {
+		if lists[name], err = h.AddressList(name); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	date, err := h.Date()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{
+		"Message-Id": h.Get("Message-Id"),
+		"Subject":    subject,
+		"From":       lists["From"][0].String(),
+		"To":         lists["To"][0].String(),
+		"Cc":         lists["Cc"][0].Address,
+		"Reply-To":   lists["Reply-To"][0].Address,
+		"Date":       date.UTC().Format(time.RFC3339),
+		"X-Job-Id":   h.Get("X-Job-Id"),
+		"Bcc":        h.Get("Bcc"),
+	}
+}
+
 func walk(t *testing.T, path, contentType, cte string, header map[string][]string, body io.Reader, out *[]leaf) {
 	t.Helper()
 	mt, params, err := mime.ParseMediaType(contentType)
@@ -168,7 +167,7 @@ func walk(t *testing.T, path, contentType, cte string, header map[string][]strin
 			walk(t, path, p.Header.Get("Content-Type"), p.Header.Get("Content-Transfer-Encoding"), p.Header, p, out)
 		}
 	}
-	var r io.Reader = body
+	r := io.Reader(body)
 	if strings.EqualFold(cte, "base64") {
 		r = base64.NewDecoder(base64.StdEncoding, body)
 	}

@@ -306,11 +306,7 @@ func (t *Transport) Send(ctx context.Context, msg *mail.Message) (mail.Receipt, 
 	if err := ctx.Err(); err != nil {
 		return fail(mail.Retryable, 0, "cancelled before connecting", err)
 	}
-	data, err := msg.Bytes()
-	if err != nil {
-		return invalidMessage(err)
-	}
-	from, rcpts, err := msg.Envelope()
+	p, err := payloadOf(msg)
 	if err != nil {
 		return invalidMessage(err)
 	}
@@ -328,40 +324,101 @@ func (t *Transport) Send(ctx context.Context, msg *mail.Message) (mail.Receipt, 
 	if err != nil {
 		return t.setupFailure(ctx, err)
 	}
-
-	// Addresses in UTF-8 go only to a server that offers SMTPUTF8.
-	if ok, _ := c.Extension("SMTPUTF8"); !ok && msg.NeedsSMTPUTF8() {
-		am, err := msg.ASCII()
-		if err == nil {
-			data, err = am.Bytes()
-		}
-		if err == nil {
-			from, rcpts, err = am.Envelope()
-		}
-		if err != nil {
-			_ = c.UpdateDeadline(min(t.cfg.Timeout, 5*time.Second))
-			_ = c.Quit()
-			if errors.Is(err, mail.ErrNeedsSMTPUTF8) {
-				return fail(mail.Unsupported, 0, "a local part is not ASCII, and the server does not offer SMTPUTF8", err)
-			}
-			return invalidMessage(err)
-		}
+	s := &session{t: t, ctx: ctx, c: c, d: d}
+	if e := s.fit(msg, &p); e != nil {
+		return e.receipt, e.err
 	}
+	return s.transaction(p)
+}
 
-	// MAIL FROM.
-	if r, err, done := t.step(ctx, c, "MAIL FROM", func() error { return c.Mail("<" + from + ">") }); done {
-		return r, err
+// payload is what a send writes: the message's bytes and its envelope.
+type payload struct {
+	data  []byte
+	from  string
+	rcpts []string
+}
+
+// payloadOf builds the message and its envelope; the errors wrap
+// mail.ErrInvalidMessage.
+func payloadOf(msg *mail.Message) (payload, error) {
+	data, err := msg.Bytes()
+	if err != nil {
+		return payload{}, err
 	}
+	from, rcpts, err := msg.Envelope()
+	if err != nil {
+		return payload{}, err
+	}
+	return payload{data: data, from: from, rcpts: rcpts}, nil
+}
 
-	// RCPT TO, one by one.
+// ended is how a send ended before its last step: its receipt and error.
+type ended struct {
+	receipt mail.Receipt
+	err     error
+}
+
+func endWith(r mail.Receipt, err error) *ended { return &ended{receipt: r, err: err} }
+
+// session is one send on its connection, from the end of the dial.
+type session struct {
+	t   *Transport
+	ctx context.Context
+	c   *gmsmtp.Client
+	d   *trackedDialer
+}
+
+// fit gives a server that does not offer SMTPUTF8 the message of
+// mail.Message.ASCII, when the message needs it: addresses in UTF-8 go only
+// to a server that offers SMTPUTF8. A message that has no ASCII form ends
+// the send, before MAIL FROM.
+func (s *session) fit(msg *mail.Message, p *payload) *ended {
+	if ok, _ := s.c.Extension("SMTPUTF8"); ok || !msg.NeedsSMTPUTF8() {
+		return nil
+	}
+	am, err := msg.ASCII()
+	if err == nil {
+		*p, err = payloadOf(am)
+	}
+	if err == nil {
+		return nil
+	}
+	s.quit()
+	if errors.Is(err, mail.ErrNeedsSMTPUTF8) {
+		return endWith(fail(mail.Unsupported, 0, "a local part is not ASCII, and the server does not offer SMTPUTF8", err))
+	}
+	return endWith(invalidMessage(err))
+}
+
+// transaction runs the mail transaction: MAIL FROM, RCPT TO for each
+// recipient, DATA, the message and its end.
+func (s *session) transaction(p payload) (mail.Receipt, error) {
+	if e := s.step("MAIL FROM", func() error { return s.c.Mail("<" + p.from + ">") }); e != nil {
+		return e.receipt, e.err
+	}
+	refused, e := s.recipients(p.rcpts)
+	if e != nil {
+		return e.receipt, e.err
+	}
+	w, e := s.data(p.data)
+	if e != nil {
+		return e.receipt, e.err
+	}
+	return s.end(w, refused)
+}
+
+// recipients sends RCPT TO for each recipient, one by one, and returns the
+// refused ones. When every one is refused, the send ends with the first
+// refusal.
+func (s *session) recipients(rcpts []string) ([]mail.RefusedRecipient, *ended) {
 	var refused []mail.RefusedRecipient
-	var firstRefusal error
+	var first *textproto.Error
 	accepted := 0
 	for _, rcpt := range rcpts {
-		if err := c.UpdateDeadline(t.cfg.Timeout); err != nil {
-			return t.beforeData(ctx, "RCPT TO", err)
+		if err := s.c.UpdateDeadline(s.t.cfg.Timeout); err != nil {
+			return nil, endWith(s.t.beforeData(s.ctx, "RCPT TO", err))
 		}
-		err := c.Rcpt("<" + rcpt + ">")
+		err := s.c.Rcpt("<" + rcpt + ">")
 		var te *textproto.Error
 		switch {
 		case err == nil:
@@ -370,99 +427,100 @@ func (t *Transport) Send(ctx context.Context, msg *mail.Message) (mail.Receipt, 
 			refused = append(refused, mail.RefusedRecipient{
 				Address: rcpt, Code: te.Code, Reason: mail.Redact(te.Msg),
 			})
-			if firstRefusal == nil {
-				firstRefusal = err
+			if first == nil {
+				first = te
 			}
 		default:
-			return t.beforeData(ctx, "RCPT TO", err)
+			return nil, endWith(s.t.beforeData(s.ctx, "RCPT TO", err))
 		}
 	}
 	if accepted == 0 {
-		var te *textproto.Error
-		errors.As(firstRefusal, &te)
 		r := mail.Receipt{
-			Category: classify(te.Code, te.Msg), Code: te.Code,
-			Reason: mail.Redact(te.Msg), Refused: refused,
+			Category: classify(first.Code, first.Msg), Code: first.Code,
+			Reason: mail.Redact(first.Msg), Refused: refused,
 		}
-		return r, &mail.Error{Receipt: r, Err: redactedReply(te)}
+		return nil, endWith(r, &mail.Error{Receipt: r, Err: redactedReply(first)})
 	}
+	return refused, nil
+}
 
-	// DATA.
+// data sends DATA and writes the message, all but its end.
+func (s *session) data(data []byte) (io.WriteCloser, *ended) {
 	var w io.WriteCloser
-	if r, err, done := t.step(ctx, c, "DATA", func() (err error) { w, err = c.Data(); return err }); done {
-		return r, err
+	if e := s.step("DATA", func() (err error) { w, err = s.c.Data(); return err }); e != nil {
+		return nil, e
 	}
-	if err := ctx.Err(); err != nil {
-		return fail(mail.Retryable, 0, "cancelled before the message was sent", err)
+	if err := s.ctx.Err(); err != nil {
+		return nil, endWith(fail(mail.Retryable, 0, "cancelled before the message was sent", err))
 	}
-	if err := c.UpdateDeadline(t.cfg.Timeout); err != nil {
-		return t.beforeData(ctx, "writing the message", err)
+	if err := s.c.UpdateDeadline(s.t.cfg.Timeout); err != nil {
+		return nil, endWith(s.t.beforeData(s.ctx, "writing the message", err))
 	}
 	if _, err := w.Write(data); err != nil {
-		return t.beforeData(ctx, "writing the message", err)
+		return nil, endWith(s.t.beforeData(s.ctx, "writing the message", err))
 	}
-	if err := ctx.Err(); err != nil {
-		return fail(mail.Retryable, 0, "cancelled before the end of the message was sent", err)
+	if err := s.ctx.Err(); err != nil {
+		return nil, endWith(fail(mail.Retryable, 0, "cancelled before the end of the message was sent", err))
 	}
-	if err := c.UpdateDeadline(t.cfg.Timeout); err != nil {
-		return t.beforeData(ctx, "writing the message", err)
+	if err := s.c.UpdateDeadline(s.t.cfg.Timeout); err != nil {
+		return nil, endWith(s.t.beforeData(s.ctx, "writing the message", err))
 	}
+	return w, nil
+}
 
-	// The end of the data: Close writes the final "." and reads the reply.
-	d.resetWriteFail()
-	err = w.Close()
-	if err != nil {
+// end writes the end of the data (Close writes the final "." and reads the
+// reply) and makes the receipt. Once the "." is written, a send without a
+// reply may have gone: DeliveryUnknown.
+func (s *session) end(w io.WriteCloser, refused []mail.RefusedRecipient) (mail.Receipt, error) {
+	s.d.resetWriteFail()
+	if err := w.Close(); err != nil {
 		var te *textproto.Error
 		switch {
 		case errors.As(err, &te):
-			return t.replyFailure(err)
-		case d.writeFailed():
+			return s.t.replyFailure(err)
+		case s.d.writeFailed():
 			// The final "." could not be written: the server cannot have
 			// taken the message.
-			return t.beforeData(ctx, "writing the end of the message", err)
-		default:
-			cause := err
-			reason := "no reply to the end of the message: " + describe(err)
-			if ctx.Err() != nil {
-				cause = ctx.Err()
-				reason = "cancelled while waiting for the reply to the end of the message"
-			}
-			return fail(mail.DeliveryUnknown, 0, reason, cause)
+			return s.t.beforeData(s.ctx, "writing the end of the message", err)
+		case s.ctx.Err() != nil:
+			return fail(mail.DeliveryUnknown, 0, "cancelled while waiting for the reply to the end of the message", s.ctx.Err())
 		}
+		return fail(mail.DeliveryUnknown, 0, "no reply to the end of the message: "+describe(err), err)
 	}
-
 	r := mail.Receipt{Category: mail.Accepted, Code: 250, Refused: refused}
 	if dc, ok := w.(*gmsmtp.DataCloser); ok {
 		r.ProviderID = mail.Redact(strings.TrimSpace(enhancedPrefix.ReplaceAllString(dc.ServerResponse(), "")))
 		r.Reason = mail.Redact(dc.ServerResponse())
 	}
 	// The message is taken; QUIT is a courtesy whose failure changes nothing.
-	_ = c.UpdateDeadline(min(t.cfg.Timeout, 5*time.Second))
-	_ = c.Quit()
+	s.quit()
 	return r, nil
 }
 
-// step runs one command before the data and maps its failure.
-func (t *Transport) step(ctx context.Context, c *gmsmtp.Client, name string, f func() error) (mail.Receipt, error, bool) {
-	if err := ctx.Err(); err != nil {
-		r, err := fail(mail.Retryable, 0, "cancelled before "+name, err)
-		return r, err, true
+// quit says QUIT, briefly; its failure changes nothing.
+func (s *session) quit() {
+	_ = s.c.UpdateDeadline(min(s.t.cfg.Timeout, 5*time.Second))
+	_ = s.c.Quit()
+}
+
+// step runs one command before the data and maps its failure; nil when the
+// command succeeded.
+func (s *session) step(name string, f func() error) *ended {
+	if err := s.ctx.Err(); err != nil {
+		return endWith(fail(mail.Retryable, 0, "cancelled before "+name, err))
 	}
-	if err := c.UpdateDeadline(t.cfg.Timeout); err != nil {
-		r, err := t.beforeData(ctx, name, err)
-		return r, err, true
+	if err := s.c.UpdateDeadline(s.t.cfg.Timeout); err != nil {
+		return endWith(s.t.beforeData(s.ctx, name, err))
 	}
 	err := f()
 	if err == nil {
-		return mail.Receipt{}, nil, false
+		return nil
 	}
 	var te *textproto.Error
 	if errors.As(err, &te) {
-		r, err := t.replyFailure(err)
-		return r, err, true
+		return endWith(s.t.replyFailure(err))
 	}
-	r, err := t.beforeData(ctx, name, err)
-	return r, err, true
+	return endWith(s.t.beforeData(s.ctx, name, err))
 }
 
 // beforeData maps a failure without a reply before the final "." was

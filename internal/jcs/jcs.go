@@ -1,27 +1,35 @@
-package mailqueue
+// Package jcs writes JSON in the JSON Canonicalization Scheme of RFC 8785:
+// object members sorted by the UTF-16 code units of their names, no
+// whitespace, numbers as ECMAScript writes them, strings with the fewest
+// escapes. The queue hashes, signs and stores jobs in this form, so that a
+// producer in another language that follows docs/wire.md writes the same
+// bytes.
+//
+// cmd/generate/vectors.go writes the same form with code of its own, on
+// purpose: the vectors it computes check this package independently.
+package jcs
 
 import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
-	"unicode/utf8"
 )
 
-// canonicalJSON writes v, a JSON value as json.Decoder with UseNumber gives
-// it (map[string]any, []any, string, json.Number, float64, bool, nil), in the
-// JSON Canonicalization Scheme of RFC 8785: object members sorted by the
-// UTF-16 code units of their names, no whitespace, numbers as ECMAScript
-// writes them, strings with the fewest escapes. docs/wire.md states the rule
-// for producers in other languages.
-func canonicalJSON(v any) ([]byte, error) {
+// Marshal returns v, a JSON value as json.Decoder with UseNumber gives it
+// (map[string]any, []any, string, json.Number, float64, bool, nil), in the
+// JSON Canonicalization Scheme of RFC 8785. docs/wire.md states the rule for
+// producers in other languages.
+//
+// It fails for a value of another type, for a NaN or an infinity, and for a
+// json.Number that is not a number float64 can hold (such as "1e400").
+func Marshal(v any) ([]byte, error) {
 	var b bytes.Buffer
 	if err := writeCanonical(&b, v); err != nil {
 		return nil, err
@@ -221,97 +229,13 @@ func esNumber(f float64) (string, error) {
 	return sign + s, nil
 }
 
-// notHashed are the fields of a clear job the hash leaves out: the envelope
-// (what the queue adds around the message) and the delivery parameters, so
-// that a producer that enqueues the same message again with a new expiresAt,
-// schedule, priority or correlation id is told a duplicate, not refused
-// (docs/wire.md, "The hash").
-var notHashed = []string{"hash", "kid", "mac", "enc", "enqueuedAt", "trace", "scheduledAt", "expiresAt", "correlationId", "priority", "maxAttempts"}
-
-// hashOf returns the hash of a clear job given as its decoded JSON object:
-// the lowercase hexadecimal SHA-256 of its canonical JSON (RFC 8785) without
-// the fields the hash leaves out (docs/wire.md).
-func hashOf(job map[string]any) (string, error) {
-	m := make(map[string]any, len(job))
-	for k, v := range job {
-		if !slices.Contains(notHashed, k) {
-			m[k] = v
-		}
-	}
-	c, err := canonicalJSON(m)
+// Hash returns the lowercase hexadecimal SHA-256 of the canonical JSON of
+// v. It fails where Marshal fails.
+func Hash(v any) (string, error) {
+	c, err := Marshal(v)
 	if err != nil {
 		return "", err
 	}
 	sum := sha256.Sum256(c)
 	return hex.EncodeToString(sum[:]), nil
-}
-
-// decodeJSON decodes data into a generic JSON value, keeping numbers as
-// json.Number so that they are written back as they were read.
-func decodeJSON(data []byte) (any, error) {
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return nil, err
-	}
-	if d.More() {
-		return nil, fmt.Errorf("trailing data after the JSON value")
-	}
-	return v, nil
-}
-
-// checkText refuses JSON text that is not UTF-8 or that escapes a lone
-// surrogate (a \uD800-\uDFFF not in a high-low pair), which JSON parsers
-// read in different ways (RFC 8259 section 8.2).
-func checkText(data []byte) error {
-	if !utf8.Valid(data) {
-		return errors.New("the JSON text is not valid UTF-8")
-	}
-	for i := 0; i < len(data); i++ {
-		if data[i] != '\\' {
-			continue
-		}
-		if i+1 < len(data) && data[i+1] != 'u' {
-			i++ // an escape of one character, such as \\ or \"
-			continue
-		}
-		u, ok := hex4(data, i+2)
-		if !ok {
-			return errors.New("a \\u escape without four hexadecimal digits")
-		}
-		switch {
-		case u >= 0xDC00 && u <= 0xDFFF:
-			return errors.New("a \\u escape of a lone low surrogate")
-		case u >= 0xD800 && u <= 0xDBFF:
-			lo, ok := hex4(data, i+8)
-			if !ok || data[i+6] != '\\' || data[i+7] != 'u' || lo < 0xDC00 || lo > 0xDFFF {
-				return errors.New("a \\u escape of a lone high surrogate")
-			}
-			i += 11
-		default:
-			i += 5
-		}
-	}
-	return nil
-}
-
-func hex4(data []byte, at int) (rune, bool) {
-	if at+4 > len(data) {
-		return 0, false
-	}
-	var u rune
-	for _, c := range data[at : at+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			u = u<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			u = u<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			u = u<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return u, true
 }

@@ -1,4 +1,4 @@
-package mailqueue
+package jcs_test
 
 import (
 	"encoding/json"
@@ -6,17 +6,20 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/alexify/mailer/internal/jcs"
+	"github.com/alexify/mailer/internal/strictjson"
 )
 
 // TestCanonicalSorting is RFC 8785 section 3.2.3's example: names sorted by
 // UTF-16 code units, where U+1F600 (a surrogate pair) sorts before U+FB33.
 func TestCanonicalSorting(t *testing.T) {
 	in := `{"\u20ac":"Euro Sign","\r":"Carriage Return","\ufb33":"Hebrew Letter Dalet With Dagesh","1":"One","\ud83d\ude00":"Emoji: Grinning Face","\u0080":"Control","\u00f6":"Latin Small Letter O With Diaeresis"}`
-	v, err := decodeJSON([]byte(in))
+	v, err := strictjson.Decode([]byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := canonicalJSON(v)
+	got, err := jcs.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +50,7 @@ func TestCanonicalStringsAndNumbers(t *testing.T) {
 		{[]any{true, false, nil}, "[true,false,null]"},
 	}
 	for _, tc := range tests {
-		got, err := canonicalJSON(tc.in)
+		got, err := jcs.Marshal(tc.in)
 		if err != nil {
 			t.Errorf("%v: %v", tc.in, err)
 			continue
@@ -56,28 +59,34 @@ func TestCanonicalStringsAndNumbers(t *testing.T) {
 			t.Errorf("%#v: got %s, want %s", tc.in, got, tc.want)
 		}
 	}
-	if _, err := canonicalJSON(math.NaN()); err == nil {
+	if _, err := jcs.Marshal(math.NaN()); err == nil {
 		t.Error("NaN has a canonical form")
 	}
 }
 
-func TestCheckText(t *testing.T) {
-	tests := []struct {
-		in string
-		ok bool
+func TestHash(t *testing.T) {
+	for _, tc := range []struct {
+		in   any
+		want string
 	}{
-		{`{"s":"Hi"}`, true},
-		{`{"s":"\ud83d\ude00 \u00e9 \\u00e9 \" \\"}`, true},
-		{`{"s":"Hi\ud800"}`, false},
-		{`{"s":"Hi\udc00"}`, false},
-		{`{"s":"\ud800\u0041"}`, false},
-		{`{"s":"\ud800"}`, false},
-		{"{\"s\":\"Hi\xff\"}", false},
-		{`{"s":"\u12"}`, false},
+		// The SHA-256 of "{}" and of `{"a":1,"b":[true]}`.
+		{map[string]any{}, "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"},
+		{map[string]any{"b": []any{true}, "a": json.Number("1")}, sha256Hex(`{"a":1,"b":[true]}`)},
+	} {
+		got, err := jcs.Hash(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("Hash(%v) = %s, %v; want %s", tc.in, got, err, tc.want)
+		}
 	}
-	for _, tc := range tests {
-		if err := checkText([]byte(tc.in)); (err == nil) != tc.ok {
-			t.Errorf("checkText(%s) = %v, want ok %t", tc.in, err, tc.ok)
+	if _, err := jcs.Hash(math.Inf(1)); err == nil {
+		t.Error("an infinity has a hash")
+	}
+}
+
+func TestMarshalRefusesOtherTypes(t *testing.T) {
+	for _, v := range []any{json.Number("1e400"), json.Number("x"), 1, []string{"a"}, map[string]string{}} {
+		if got, err := jcs.Marshal(v); err == nil {
+			t.Errorf("Marshal(%#v) = %s, want an error", v, got)
 		}
 	}
 }

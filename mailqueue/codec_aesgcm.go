@@ -16,8 +16,8 @@ const (
 	gcmTagBytes   = 16
 )
 
-// aesGCMCodec is the codec of the spec's example (docs/spec/queue.md, "Sealed
-// jobs"): AES-256-GCM under one key, a random nonce per job.
+// aesGCMCodec is the codec of the spec's example (spec: "Sealed jobs"):
+// AES-256-GCM under one key, a random nonce per job.
 type aesGCMCodec struct {
 	aead cipher.AEAD
 }

@@ -1,0 +1,197 @@
+package mailqueue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/alexify/mailer/gen/codes"
+	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/internal/strictjson"
+)
+
+// opened is why openJob did not give a job: the outcome the worker gives
+// (Fail, Retry or Release), its code and reason, and for a release the
+// job's expiresAt when it could be read.
+type opened struct {
+	action  Action
+	code    codes.Code
+	reason  string
+	expires *time.Time
+}
+
+func failed(code codes.Code, reason string) *opened {
+	return &opened{action: Fail, code: code, reason: reason}
+}
+
+// openJob reads a stored job as a worker does, in this order
+// (docs/wire.md, "What a worker checks"): the JSON (an object, no duplicate
+// names), the version, the mac when keys are given, the schema (a field
+// version 1 does not know gives the job back), the codec for a sealed job,
+// the schema of what it opened, the hash. The job it returns decodes from
+// the canonical JSON of what was verified, never from the raw bytes again.
+func openJob(ctx context.Context, data []byte, keys []SigningKey, codec Codec) (*jobv1.Job, *opened) {
+	obj, err := strictjson.DecodeObject(data)
+	if err != nil {
+		return nil, failed(codes.QueueInvalidJob, "the stored job is not a JSON object: "+err.Error())
+	}
+	switch v := versionOf(obj); {
+	case v > 1:
+		return nil, &opened{action: Release, code: codes.QueueUnsupportedVersion, reason: "written by a later version of the job format", expires: expiresOf(obj)}
+	case v != 1:
+		return nil, failed(codes.QueueInvalidJob, "the stored job has no valid version")
+	}
+	if len(keys) > 0 && !verifyJob(keys, obj) {
+		return nil, failed(codes.QueueSignatureInvalid, "not signed by a key of SigningKeys")
+	}
+	if o := validateStored(obj, expiresOf(obj)); o != nil {
+		return nil, o
+	}
+	whole := obj
+	if enc, sealed := obj["enc"].(string); sealed {
+		var o *opened
+		if whole, o = openSealed(ctx, obj, enc, codec); o != nil {
+			return nil, o
+		}
+	}
+	want, _ := obj["hash"].(string)
+	got, err := hashOf(whole)
+	if err != nil || want == "" || got != want {
+		return nil, failed(codes.QueueHashMismatch, "the job is not what was enqueued: its hash does not match")
+	}
+	// Decode what was verified and hashed: the object itself, never the
+	// raw bytes again.
+	job, _, err := jobv1.DecodeValue(whole)
+	if err != nil || job == nil {
+		return nil, failed(codes.QueueInvalidJob, "the stored job does not decode")
+	}
+	return job, nil
+}
+
+// openSealed opens the enc of a sealed job with the codec and returns the
+// whole job: the envelope's fields and those of the sealed part, which may
+// hold none of the envelope's, checked against the schema.
+func openSealed(ctx context.Context, obj map[string]any, enc string, codec Codec) (map[string]any, *opened) {
+	if codec == nil {
+		return nil, &opened{action: Release, code: codes.QueueCodecMissing, reason: "sealed, and this worker has no codec"}
+	}
+	sealedJSON, err := codec.Decode(ctx, enc)
+	if err != nil {
+		o := &opened{action: Retry, code: codes.QueueCodecFailed, reason: "the codec could not open the job: " + err.Error()}
+		if !retryable(err) {
+			o.action = Fail
+		}
+		return nil, o
+	}
+	inner, err := strictjson.DecodeObject(sealedJSON)
+	if err != nil {
+		return nil, failed(codes.QueueInvalidJob, "the sealed job does not open to a JSON object: "+err.Error())
+	}
+	whole := make(map[string]any, len(inner)+len(envelope))
+	for k, v := range inner {
+		if isEnvelope(k) || k == "enc" {
+			return nil, failed(codes.QueueInvalidJob, "the sealed part holds "+strconv.Quote(k)+", a field of the envelope")
+		}
+		whole[k] = v
+	}
+	for k, v := range obj {
+		if k != "enc" {
+			whole[k] = v
+		}
+	}
+	if o := validateStored(whole, expiresOf(whole)); o != nil {
+		return nil, o
+	}
+	return whole, nil
+}
+
+// validateStored checks a stored job against the schema: a field version 1
+// does not know gives it back (queue.unsupported_version), any other fault
+// fails it (queue.invalid_job).
+func validateStored(obj map[string]any, expires *time.Time) *opened {
+	err := jobv1.ValidateValue(obj)
+	if err == nil {
+		return nil
+	}
+	var ve *jobv1.ValidationError
+	if !errors.As(err, &ve) || len(ve.Errors) == 0 {
+		return failed(codes.QueueInvalidJob, "the stored job is not valid")
+	}
+	for _, f := range ve.Errors {
+		if f.Rule == "additionalProperties" {
+			return &opened{action: Release, code: codes.QueueUnsupportedVersion, reason: "it has a field version 1 does not know", expires: expires}
+		}
+	}
+	return failed(codes.QueueInvalidJob, "the stored job is not valid: "+ve.Errors[0].Path+": "+ve.Errors[0].Message+" ("+ve.Errors[0].Rule+")")
+}
+
+// versionOf returns the job's v as an integer: 0 when it is missing, not a
+// number or not an integer.
+func versionOf(obj map[string]any) int64 {
+	n, ok := obj["v"].(json.Number)
+	if !ok {
+		return 0
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil || f != float64(int64(f)) || f < 0 || f > 1<<53 {
+		return 0
+	}
+	return int64(f)
+}
+
+// expiresOf returns the expiresAt of a job of any version when it reads as
+// an RFC 3339 time, so a job given back can still be failed once it expired.
+func expiresOf(obj map[string]any) *time.Time {
+	s, ok := obj["expiresAt"].(string)
+	if !ok {
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return nil
+	}
+	return &t
+}
+
+// open reads the stored job as openJob does and turns a job it cannot give
+// into the worker's outcome. A forged job fails before a codec sees it.
+func (w *Worker) open(ctx context.Context, r *run) (Outcome, bool) {
+	job, o := openJob(ctx, r.lease.Data, w.q.cfg.SigningKeys, w.q.cfg.Codec)
+	if o == nil {
+		r.job = job
+		return Outcome{}, true
+	}
+	switch o.action {
+	case Release:
+		return w.unreadableUntil(ctx, r, o.code, o.reason, o.expires)
+	case Retry:
+		return w.retry(ctx, r, o.code, 0, o.reason), false
+	}
+	return w.fail(ctx, r, o.code, codes.StateFailed, o.reason), false
+}
+
+// unreadable gives back a job this worker cannot read yet (or whose
+// operator must act), and the attempt is not spent; it fails the job once
+// the job expired or waited MaxReleaseWait.
+func (w *Worker) unreadable(ctx context.Context, r *run, code codes.Code, reason string) (Outcome, bool) {
+	var expires *time.Time
+	if r.job != nil {
+		expires = r.job.ExpiresAt
+	}
+	return w.unreadableUntil(ctx, r, code, reason, expires)
+}
+
+// unreadableUntil is unreadable with the job's expiresAt given, for a job
+// not decoded. The failure keeps the code of the release: the job was never
+// read, and the code says why.
+func (w *Worker) unreadableUntil(ctx context.Context, r *run, code codes.Code, reason string, expires *time.Time) (Outcome, bool) {
+	if expires != nil && r.now.After(*expires) {
+		return w.fail(ctx, r, code, codes.StateFailed, reason+"; past its expiresAt"), false
+	}
+	if !r.lease.EnqueuedAt.IsZero() && r.now.Sub(r.lease.EnqueuedAt) > MaxReleaseWait {
+		return w.fail(ctx, r, code, codes.StateFailed, reason+"; waited more than a week"), false
+	}
+	return w.release(r, code, w.cfg.OperatorDelay, reason), false
+}
