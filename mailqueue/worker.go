@@ -276,14 +276,14 @@ func (w *Worker) handle(ctx context.Context, r *run) Outcome {
 	if !ok {
 		return out
 	}
-	w.audit(ctx, r, AuditRendered, "", "")
+	_ = w.audit(ctx, r, AuditRendered, "", "") // a failure is logged and warned by audit; only "submitted" stops a run
 	if err := context.Cause(ctx); err != nil {
 		return w.release(r, codes.QueueStopped, 0, "the worker stopped before the send")
 	}
 	if err := w.audit(ctx, r, AuditSubmitted, "", ""); err != nil && w.cfg.AuditStrict {
 		return w.retry(ctx, r, codes.AuditFailed, 0, "the audit sink failed before the send")
 	}
-	receipt, err, thrown := w.send(ctx, msg)
+	receipt, thrown, err := w.send(ctx, msg)
 	if thrown != "" {
 		return w.fail(ctx, r, codes.QueueThrown, codes.StateFailed, thrown)
 	}
@@ -376,7 +376,7 @@ func (w *Worker) renderFailed(ctx context.Context, r *run, err error) Outcome {
 }
 
 // send calls the transport, recovering a panic (a bug of the transport).
-func (w *Worker) send(ctx context.Context, msg *mail.Message) (receipt mail.Receipt, err error, thrown string) {
+func (w *Worker) send(ctx context.Context, msg *mail.Message) (receipt mail.Receipt, thrown string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			thrown = fmt.Sprintf("the transport panicked: %v", p)
@@ -384,7 +384,7 @@ func (w *Worker) send(ctx context.Context, msg *mail.Message) (receipt mail.Rece
 		}
 	}()
 	receipt, err = w.cfg.Transport.Send(ctx, msg)
-	return receipt, err, ""
+	return receipt, "", err
 }
 
 // settle decides the outcome of a send from its receipt: accepted is done;
@@ -435,7 +435,7 @@ func (w *Worker) settle(ctx context.Context, r *run, receipt mail.Receipt, err e
 		// A partial refusal: the accepted recipients got the message (the
 		// transport's documented rule); say how many did not, never who.
 		w.log.Info(string(codes.QueueJobCompleted), "job_id", r.lease.ID, "attempt", r.lease.Attempt, "code", receipt.Code, "refused_recipients", len(receipt.Refused))
-		w.audit(ctx, r, AuditAccepted, "", "")
+		_ = w.audit(ctx, r, AuditAccepted, "", "") // a failure is logged and warned by audit; only "submitted" stops a run
 		return Outcome{Action: Ack}
 	case mail.DeliveryUnknown:
 		return w.fail(ctx, r, codes.DeliveryUnknown, codes.StateDeliveryUnknown, reasonOf(receipt))
@@ -477,15 +477,13 @@ func (w *Worker) retry(ctx context.Context, r *run, code codes.Code, retryAfter 
 	}
 	delay := w.cfg.Backoff(r.lease.Attempt)
 	if retryAfter > 0 {
-		if min := retryAfter + retryAfterJitter(retryAfter); delay < min {
-			delay = min
-		}
+		delay = max(delay, retryAfter+retryAfterJitter(retryAfter))
 	}
 	if r.job != nil && r.job.ExpiresAt != nil && r.now.Add(delay).After(*r.job.ExpiresAt) {
 		return w.fail(ctx, r, codes.QueueExpired, codes.StateFailed, "its retry would come after its expiresAt: "+reason)
 	}
 	w.log.Warn(string(codes.QueueJobRetrying), "job_id", r.lease.ID, "attempt", r.lease.Attempt, "code", string(code), "delay", delay, "reason", reason)
-	w.audit(ctx, r, AuditQueued, code, reason)
+	_ = w.audit(ctx, r, AuditQueued, code, reason) // a failure is logged and warned by audit; only "submitted" stops a run
 	return Outcome{Action: Retry, Delay: delay, Code: code, Reason: reason}
 }
 
