@@ -406,6 +406,45 @@ const (
 	//
 	// Where: warning. Level: warn. Spec: queue.md, Codes.
 	MailerQueueRetainFailed Code = "MAILER_QUEUE_RETAIN_FAILED"
+
+	// QueueTransportUnavailable is "queue.transport_unavailable": the transport
+	// could not be reached and nothing was sent (mail.ErrUnavailable), or the
+	// worker's circuit breaker is open; the job is given back, its attempt not
+	// spent.
+	//
+	// Where: failure. State: released. Level: warn. Spec: mailer; an outage of the
+	// transport spends no attempt, like a failure of the operator (queue.md, What
+	// the queue does with an attempt).
+	QueueTransportUnavailable Code = "queue.transport_unavailable"
+
+	// QueueTransportBreakerOpen is "queue.transport_breaker_open": the worker's
+	// circuit breaker opened after a run of outages of the transport; the worker
+	// stops reserving jobs and probes the transport.
+	//
+	// Where: log. Level: warn. Spec: mailer; the worker's circuit breaker.
+	QueueTransportBreakerOpen Code = "queue.transport_breaker_open"
+
+	// QueueTransportBreakerClosed is "queue.transport_breaker_closed": a probe of
+	// the transport succeeded; the worker's circuit breaker closed and the worker
+	// reserves jobs again.
+	//
+	// Where: log. Level: info. Spec: mailer; the worker's circuit breaker.
+	QueueTransportBreakerClosed Code = "queue.transport_breaker_closed"
+
+	// QueueRedeliveryUnsafe is "queue.redelivery_unsafe": at worker start, the
+	// transport does not dedupe by the idempotency key and Redelivered is send, so
+	// a run again after a lost lease may send a message twice; use
+	// IdempotencyTransport or Redelivered delivery_unknown.
+	//
+	// Where: log. Level: warn. Spec: mailer; queue.md, Once per key.
+	QueueRedeliveryUnsafe Code = "queue.redelivery_unsafe"
+
+	// QueueStoreFailed is "queue.store_failed": the store failed an enqueue; the
+	// driver's error is wrapped, and the jobs of the call may or may not be stored
+	// (enqueue them again, under the same keys).
+	//
+	// Where: thrown. Level: error. Spec: mailer; queue.md, Codes.
+	QueueStoreFailed Code = "queue.store_failed"
 )
 
 // Where says where a code appears.
@@ -911,6 +950,42 @@ var infos = []Info{
 		Spec:  "queue.md, Codes",
 		What:  "The store refused to drop the data of a finished job. (A code of BullMQ; no driver of this repository gives it yet.)",
 		Where: WhereWarning,
+	},
+	{
+		Code:  QueueTransportUnavailable,
+		Level: slog.LevelWarn,
+		Spec:  "mailer; an outage of the transport spends no attempt, like a failure of the operator (queue.md, What the queue does with an attempt)",
+		State: StateReleased,
+		What:  "The transport could not be reached and nothing was sent (mail.ErrUnavailable), or the worker's circuit breaker is open; the job is given back, its attempt not spent.",
+		Where: WhereFailure,
+	},
+	{
+		Code:  QueueTransportBreakerOpen,
+		Level: slog.LevelWarn,
+		Spec:  "mailer; the worker's circuit breaker",
+		What:  "The worker's circuit breaker opened after a run of outages of the transport; the worker stops reserving jobs and probes the transport.",
+		Where: WhereLog,
+	},
+	{
+		Code:  QueueTransportBreakerClosed,
+		Level: slog.LevelInfo,
+		Spec:  "mailer; the worker's circuit breaker",
+		What:  "A probe of the transport succeeded; the worker's circuit breaker closed and the worker reserves jobs again.",
+		Where: WhereLog,
+	},
+	{
+		Code:  QueueRedeliveryUnsafe,
+		Level: slog.LevelWarn,
+		Spec:  "mailer; queue.md, Once per key",
+		What:  "At worker start, the transport does not dedupe by the idempotency key and Redelivered is send, so a run again after a lost lease may send a message twice; use IdempotencyTransport or Redelivered delivery_unknown.",
+		Where: WhereLog,
+	},
+	{
+		Code:  QueueStoreFailed,
+		Level: slog.LevelError,
+		Spec:  "mailer; queue.md, Codes",
+		What:  "The store failed an enqueue; the driver's error is wrapped, and the jobs of the call may or may not be stored (enqueue them again, under the same keys).",
+		Where: WhereThrown,
 	},
 }
 
