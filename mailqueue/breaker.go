@@ -131,6 +131,9 @@ type breaker struct {
 	openedAt time.Time
 	probes   int // probes since the breaker opened, for the log
 	gen      int // counts the openings, so a prober of an earlier one stops
+	// probeAt is when the prober's wait ends; zero while no prober waits
+	// (it is starting, or probing).
+	probeAt time.Time
 }
 
 // closedGate is a gate that never holds.
@@ -247,6 +250,7 @@ func (b *breaker) openLocked() {
 	b.openedAt = b.clock.Now()
 	b.holdGate()
 	b.gen++
+	b.probeAt = time.Time{}
 	b.log.Warn(string(codes.QueueTransportBreakerOpen), "outages", b.cfg.Threshold, "probe_in", b.interval)
 	go b.probe(b.gen)
 }
@@ -256,6 +260,7 @@ func (b *breaker) reopenLocked() {
 	b.state = breakerOpen
 	b.holdGate()
 	b.gen++
+	b.probeAt = time.Time{}
 	go b.probe(b.gen)
 }
 
@@ -263,7 +268,6 @@ func (b *breaker) reopenLocked() {
 func (b *breaker) failedProbeLocked() {
 	b.probes++
 	b.interval = min(2*b.interval, b.cfg.MaxProbeInterval)
-	b.log.Debug(string(codes.QueueTransportUnavailable), "probes", b.probes, "probe_in", b.interval)
 }
 
 // closeLocked closes the breaker and opens the gate.
@@ -286,8 +290,11 @@ func (b *breaker) probe(gen int) {
 	for {
 		b.mu.Lock()
 		wait := b.interval
-		b.mu.Unlock()
 		t := b.clock.NewTimer(wait)
+		if b.gen == gen {
+			b.probeAt = b.clock.Now().Add(wait)
+		}
+		b.mu.Unlock()
 		select {
 		case <-t.C():
 		case <-b.ctx.Done():
@@ -296,6 +303,9 @@ func (b *breaker) probe(gen int) {
 		}
 		b.mu.Lock()
 		stale := b.state != breakerOpen || b.gen != gen
+		if !stale {
+			b.probeAt = time.Time{}
+		}
 		b.mu.Unlock()
 		if stale {
 			return
@@ -358,4 +368,13 @@ func (b *breaker) stateName() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.state.String()
+}
+
+// waiting reports whether the breaker is open and its prober waits for the
+// clock (its next probe is later than now), for tests that move a fake
+// clock only once nothing else can happen.
+func (b *breaker) waiting() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state == breakerOpen && b.probeAt.After(b.clock.Now())
 }
