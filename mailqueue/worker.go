@@ -147,8 +147,7 @@ type Worker struct {
 	q   *Queue
 	cfg WorkerConfig
 	log *slog.Logger
-
-	br  *breaker
+	br  *breaker // the circuit breaker of the transport
 
 	mu     sync.Mutex
 	runner Runner
