@@ -15,6 +15,7 @@ import (
 	"github.com/alexify/mailer/drivers/memory"
 	"github.com/alexify/mailer/gen/codes"
 	"github.com/alexify/mailer/mail"
+	"github.com/alexify/mailer/mail/idempotency"
 	"github.com/alexify/mailer/mail/smtp"
 	"github.com/alexify/mailer/mail/smtptest"
 	"github.com/alexify/mailer/mailqueue"
@@ -78,6 +79,46 @@ func smtpOutage(t *testing.T, h *harness) outageTransport {
 			p.up(t)
 		}
 	}}
+}
+
+// storeOutage is an IdempotencyTransport over the memory transport whose
+// store, while down, answers every call as a full Redis does (OOM).
+func storeOutage(t *testing.T, h *harness) outageTransport {
+	store := &oomStore{Store: idempotency.NewMemoryStore(h.fc)}
+	tr, err := idempotency.New(h.tr, store, idempotency.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return outageTransport{Transport: tr, setDown: store.down.Store}
+}
+
+// oomStore is an idempotency store that fails every call while down.
+type oomStore struct {
+	idempotency.Store
+	down atomic.Bool
+}
+
+var errOOM = errors.New("OOM command not allowed when used memory > 'maxmemory'")
+
+func (s *oomStore) Reserve(ctx context.Context, key, token string, ttl time.Duration) (*idempotency.Entry, error) {
+	if s.down.Load() {
+		return nil, errOOM
+	}
+	return s.Store.Reserve(ctx, key, token, ttl)
+}
+
+func (s *oomStore) Complete(ctx context.Context, key, token string, r mail.Receipt, ttl time.Duration) (bool, error) {
+	if s.down.Load() {
+		return false, errOOM
+	}
+	return s.Store.Complete(ctx, key, token, r, ttl)
+}
+
+func (s *oomStore) Release(ctx context.Context, key, token string) (bool, error) {
+	if s.down.Load() {
+		return false, errOOM
+	}
+	return s.Store.Release(ctx, key, token)
 }
 
 // refusedIsUnavailable marks a refused connection as an outage
@@ -214,6 +255,7 @@ func TestOutageSpendsNoAttempt(t *testing.T) {
 		{"memory transport, probed with a job", memoryOutage(false)},
 		{"memory transport, probed with Check", memoryOutage(true)},
 		{"SMTP server on loopback", smtpOutage},
+		{"IdempotencyTransport whose store is full", storeOutage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
