@@ -119,8 +119,9 @@ type breaker struct {
 	log     *slog.Logger
 	checker mail.Checker // nil when the transport cannot check
 
-	ctx    context.Context // cancelled by stop, for the prober
-	cancel context.CancelFunc
+	ctx     context.Context // cancelled by stop, for the prober
+	cancel  context.CancelFunc
+	probers sync.WaitGroup // the prober running, which stop waits for
 
 	mu       sync.Mutex
 	state    breakerState
@@ -252,7 +253,7 @@ func (b *breaker) openLocked() {
 	b.gen++
 	b.probeAt = time.Time{}
 	b.log.Warn(string(codes.QueueTransportBreakerOpen), "outages", b.cfg.Threshold, "probe_in", b.interval)
-	go b.probe(b.gen)
+	b.startProber()
 }
 
 // reopenLocked goes back from half-open to open and starts the prober.
@@ -261,7 +262,20 @@ func (b *breaker) reopenLocked() {
 	b.holdGate()
 	b.gen++
 	b.probeAt = time.Time{}
-	go b.probe(b.gen)
+	b.startProber()
+}
+
+// startProber starts the prober of the opening b.gen, unless the breaker
+// is stopped (the worker closed).
+func (b *breaker) startProber() {
+	if b.ctx.Err() != nil {
+		return
+	}
+	b.probers.Add(1)
+	go func(gen int) {
+		defer b.probers.Done()
+		b.probe(gen)
+	}(b.gen)
 }
 
 // failedProbeLocked counts a failed probe and doubles the wait.
@@ -360,8 +374,22 @@ func (b *breaker) check(ctx context.Context) (err error) {
 	return b.checker.Check(ctx)
 }
 
-// stop ends the prober.
-func (b *breaker) stop() { b.cancel() }
+// stop ends the prober and waits for it, or for ctx. It holds the lock
+// while it cancels, so no prober starts after it.
+func (b *breaker) stop(ctx context.Context) {
+	b.mu.Lock()
+	b.cancel()
+	b.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		b.probers.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
 
 // stateName returns the breaker's state, for tests.
 func (b *breaker) stateName() string {

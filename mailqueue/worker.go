@@ -238,14 +238,14 @@ func (w *Worker) warnUnsafeRedelivery() {
 // The polling driver then waits as long again (at least a second) for the
 // aborted runs to settle, so Close may take the timeout plus that; a run
 // still going then is logged (queue.close_abandoned) and Close returns an
-// error. Close may be called more than once; a closed worker does not start
-// again.
+// error. Close also ends the probes of the circuit breaker. Close may be
+// called more than once; a closed worker does not start again.
 func (w *Worker) Close(ctx context.Context) error {
 	w.mu.Lock()
 	w.closed = true
 	r := w.runner
 	w.mu.Unlock()
-	defer w.br.stop()
+	defer w.br.stop(ctx)
 	if r == nil {
 		return nil
 	}
