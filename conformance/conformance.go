@@ -474,7 +474,7 @@ func testPauseQueue(t *testing.T, s *suite) {
 		t.Fatal(err)
 	}
 	s.reserveNone(t, "the queue is paused")
-	if err := p.Resume(s.ctx, false, ""); err != nil {
+	if err := p.Resume(s.ctx, mailqueue.ResumeParams{}); err != nil {
 		t.Fatal(err)
 	}
 	s.reserveOne(t)
@@ -501,7 +501,7 @@ func testPauseTenant(t *testing.T, s *suite) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("with tenant a paused, leased %v; want the jobs of b and of no tenant %v", got, want)
 	}
-	if err := p.Resume(s.ctx, true, "a"); err != nil {
+	if err := p.Resume(s.ctx, mailqueue.ResumeParams{Tenant: true, TenantID: "a"}); err != nil {
 		t.Fatal(err)
 	}
 	got = ids(s.reserve(t, 10))

@@ -261,7 +261,7 @@ func (q *Queue) Resume(ctx context.Context) error {
 	if !ok {
 		return errors.New("mailqueue: the driver cannot pause")
 	}
-	return p.Resume(ctx, false, "")
+	return p.Resume(ctx, ResumeParams{})
 }
 
 // ResumeTenant ends a pause of a tenant's jobs before its time ("" is the
@@ -271,5 +271,5 @@ func (q *Queue) ResumeTenant(ctx context.Context, tenantID string) error {
 	if !ok {
 		return errors.New("mailqueue: the driver cannot pause")
 	}
-	return p.Resume(ctx, true, tenantID)
+	return p.Resume(ctx, ResumeParams{Tenant: true, TenantID: tenantID})
 }

@@ -174,7 +174,10 @@ func demo(ctx context.Context, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	st := mq.Stats()
+	st, err := mq.Stats(ctx)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(stdout, "\nmailq demo: %d jobs enqueued, %d accepted, %d failed, %d delivery unknown; %d messages arrived at the SMTP server on %s in %s\n",
 		len(results), st.Accepted, st.Failed, st.DeliveryUnknown, len(received), srv.Addr(), time.Since(start).Round(time.Millisecond))
 	shown := attachDir
@@ -184,7 +187,7 @@ func demo(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 	}
 	fmt.Fprintf(stdout, "attachments by reference were read with attachments.FromPath(%q)\n", shown)
-	if st.Accepted != len(results) || len(received) != len(results) {
+	if st.Accepted != int64(len(results)) || len(received) != len(results) {
 		return fmt.Errorf("expected %d messages accepted and arrived", len(results))
 	}
 	return nil

@@ -1,6 +1,7 @@
 package polling_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/alexify/mailer/drivers/memory"
@@ -39,4 +40,21 @@ func mustPolling(t testing.TB, src mailqueue.Source, opts polling.Options) *poll
 		t.Fatal(err)
 	}
 	return d
+}
+
+// countJobs returns how many jobs the queue holds, in every state.
+func countJobs(t testing.TB, q mailqueue.Inspector) int {
+	t.Helper()
+	st := stats(t, q)
+	return int(st.Queued + st.Running + st.Accepted + st.Failed + st.DeliveryUnknown)
+}
+
+// stats returns the queue's counts, failing the test on an error.
+func stats(t testing.TB, q mailqueue.Inspector) mailqueue.Stats {
+	t.Helper()
+	st, err := q.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

@@ -429,12 +429,12 @@ func (d *Driver) Pause(ctx context.Context, p mailqueue.Pause) error {
 
 // Resume ends a pause in the source and wakes the idle runners; see
 // mailqueue.Pauser.
-func (d *Driver) Resume(ctx context.Context, tenant bool, tenantID string) error {
+func (d *Driver) Resume(ctx context.Context, p mailqueue.ResumeParams) error {
 	ps, ok := d.src.(mailqueue.Pauser)
 	if !ok {
 		return ErrPauseUnsupported
 	}
-	if err := ps.Resume(ctx, tenant, tenantID); err != nil {
+	if err := ps.Resume(ctx, p); err != nil {
 		return err
 	}
 	d.Wake()

@@ -164,7 +164,7 @@ func TestLeaseIsExtendedEveryThird(t *testing.T) {
 		t.Fatal("the job was leased again while its run extended the lease")
 	}
 	close(h.release)
-	waitFor(t, func() bool { j, _ := f.src.Get("j1"); return j.State == mailqueue.JobAccepted })
+	waitFor(t, func() bool { j, _ := f.src.Get(context.Background(), "j1"); return j.State == mailqueue.JobAccepted })
 }
 
 func TestLeaseLostWhenTheStoreDoesNotAnswer(t *testing.T) {
@@ -248,10 +248,10 @@ func TestHandlerPanicAndNoOutcomeRetry(t *testing.T) {
 			f := newFixture(t)
 			r, _ := f.d.Work(tc.h, mailqueue.WorkOptions{})
 			defer r.Close(context.Background())
-			waitFor(t, func() bool { j, _ := f.src.Get("j1"); return j.Code == tc.code })
-			j, _ := f.src.Get("j1")
-			if j.State != mailqueue.JobQueued || j.Attempts != 1 {
-				t.Errorf("after a %s: %s with %d attempts; want queued, retried", tc.name, j.State, j.Attempts)
+			waitFor(t, func() bool { j, _ := f.src.Get(context.Background(), "j1"); return j.Code == tc.code })
+			j, _ := f.src.Get(context.Background(), "j1")
+			if j.State != mailqueue.JobQueued || j.Attempt != 1 {
+				t.Errorf("after a %s: %s with %d attempts; want queued, retried", tc.name, j.State, j.Attempt)
 			}
 		})
 	}
@@ -268,7 +268,7 @@ func TestReserveFailureIsLoggedAndPolledAgain(t *testing.T) {
 	f.src.reserveErr.Store(false)
 	waitTimers(t, f.fc, 1)
 	f.fc.Advance(polling.DefaultPollInterval)
-	waitFor(t, func() bool { j, _ := f.src.Get("j1"); return j.State == mailqueue.JobAccepted })
+	waitFor(t, func() bool { j, _ := f.src.Get(context.Background(), "j1"); return j.State == mailqueue.JobAccepted })
 }
 
 func TestConcurrencyIsABound(t *testing.T) {
@@ -448,7 +448,7 @@ func TestSettleReserverChainsInTheSlot(t *testing.T) {
 	}
 	waitFor(t, func() bool {
 		for _, id := range []string{"j1", "j2", "j3"} {
-			if j, _ := src.Source.Get(id); j.State != mailqueue.JobAccepted {
+			if j, _ := src.Source.Get(context.Background(), id); j.State != mailqueue.JobAccepted {
 				return false
 			}
 		}
@@ -521,10 +521,10 @@ func TestSettleReserverClosingSettlesPlain(t *testing.T) {
 	if fmt.Sprint(src.plainSettles) != "[j1]" || len(src.settleReserves) != 0 {
 		t.Errorf("plain settles %v, SettleAndReserve %v; want j1 settled the plain way", src.plainSettles, src.settleReserves)
 	}
-	if j, _ := src.Source.Get("j1"); j.State != mailqueue.JobAccepted {
+	if j, _ := src.Source.Get(context.Background(), "j1"); j.State != mailqueue.JobAccepted {
 		t.Errorf("j1 is %s, want accepted", j.State)
 	}
-	if j, _ := src.Source.Get("j2"); j.State != mailqueue.JobQueued {
+	if j, _ := src.Source.Get(context.Background(), "j2"); j.State != mailqueue.JobQueued {
 		t.Errorf("j2 is %s, want queued: a closing runner leases nothing more", j.State)
 	}
 }

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -71,4 +72,25 @@ func runConformance(t *testing.T, c goredis.UniversalClient) {
 			conformance.TestSource(t, serverHarness(c, Options{Fairness: f}))
 		})
 	}
+}
+
+// jobsAt lists the jobs of a state from offset, as the cursor of the
+// page that begins there would (the Source's cursor is the offset).
+func jobsAt(s *Source, state mailqueue.JobState, offset, limit int) ([]mailqueue.JobRow, error) {
+	cursor := ""
+	if offset > 0 {
+		cursor = strconv.Itoa(offset)
+	}
+	page, err := s.Jobs(context.Background(), mailqueue.JobsParams{State: state, Cursor: cursor, Limit: limit})
+	return page.Rows, err
+}
+
+// dataOf returns the stored JSON of a job, read from its hash.
+func dataOf(t testing.TB, s *Source, id string) []byte {
+	t.Helper()
+	b, err := s.c.HGet(context.Background(), s.pfx+"job:"+id, "data").Bytes()
+	if err != nil {
+		t.Fatalf("the data of %s: %v", id, err)
+	}
+	return b
 }

@@ -166,8 +166,8 @@ var ErrFairnessMismatch = errors.New("redis: the queue was made with another fai
 var ErrRetentionMismatch = errors.New("redis: the queue was made with another retention")
 
 // Queue is the Redis queue: the polling driver over a Source, a
-// mailqueue.Driver and a mailqueue.Pauser, plus the operations of an
-// operator (Stats, Jobs, Get, Failed, RetryFailed, Purge).
+// mailqueue.Driver, and a mailqueue.Operator (Stats, Jobs, Get, Failed,
+// RetryFailed, Purge, Pause, Resume), as its Source is.
 type Queue struct {
 	*polling.Driver
 	src *Source
@@ -194,7 +194,8 @@ func Open(ctx context.Context, opts Options) (*Queue, error) {
 // Source returns the queue's Source.
 func (q *Queue) Source() *Source { return q.src }
 
-// RetryFailed queues a failed job again by hand; see Source.RetryFailed.
+// RetryFailed queues a failed job again by hand and wakes the idle
+// runners; see Source.RetryFailed.
 func (q *Queue) RetryFailed(ctx context.Context, id string) error {
 	if err := q.src.RetryFailed(ctx, id); err != nil {
 		return err
@@ -204,23 +205,27 @@ func (q *Queue) RetryFailed(ctx context.Context, id string) error {
 }
 
 // Stats counts the jobs by state; see Source.Stats.
-func (q *Queue) Stats(ctx context.Context) (Stats, error) { return q.src.Stats(ctx) }
+func (q *Queue) Stats(ctx context.Context) (mailqueue.Stats, error) { return q.src.Stats(ctx) }
 
-// Jobs lists the jobs of a state; see Source.Jobs.
-func (q *Queue) Jobs(ctx context.Context, state mailqueue.JobState, offset, limit int) ([]Job, error) {
-	return q.src.Jobs(ctx, state, offset, limit)
+// Jobs lists a page of the jobs of a state; see Source.Jobs.
+func (q *Queue) Jobs(ctx context.Context, p mailqueue.JobsParams) (mailqueue.JobPage, error) {
+	return q.src.Jobs(ctx, p)
 }
 
 // Get returns the job of the id; see Source.Get.
-func (q *Queue) Get(ctx context.Context, id string) (Job, bool, error) { return q.src.Get(ctx, id) }
+func (q *Queue) Get(ctx context.Context, id string) (mailqueue.JobRow, error) {
+	return q.src.Get(ctx, id)
+}
 
 // Failed lists the jobs failed for good; see Source.Failed.
-func (q *Queue) Failed(ctx context.Context, limit int) ([]Job, error) {
+func (q *Queue) Failed(ctx context.Context, limit int) ([]mailqueue.JobRow, error) {
 	return q.src.Failed(ctx, limit)
 }
 
 // Purge forgets finished jobs; see Source.Purge.
-func (q *Queue) Purge(ctx context.Context, p PurgeParams) (int, error) { return q.src.Purge(ctx, p) }
+func (q *Queue) Purge(ctx context.Context, p mailqueue.PurgeParams) (int, error) {
+	return q.src.Purge(ctx, p)
+}
 
 // Source is a mailqueue.Source and a mailqueue.Pauser on Redis, and a
 // polling.Notifier: it wakes the idle runners of the polling driver when a
@@ -733,12 +738,12 @@ func (s *Source) Pause(ctx context.Context, p mailqueue.Pause) error {
 
 // Resume ends a pause of the queue (tenant false) or of a tenant before its
 // time, and wakes the idle workers. See mailqueue.Pauser.
-func (s *Source) Resume(ctx context.Context, tenant bool, tenantID string) error {
+func (s *Source) Resume(ctx context.Context, p mailqueue.ResumeParams) error {
 	t := "0"
-	if tenant {
+	if p.Tenant {
 		t = "1"
 	}
-	if err := scriptResume.Run(ctx, s.c, s.keys, s.args(t, tenantID)...).Err(); err != nil {
+	if err := scriptResume.Run(ctx, s.c, s.keys, s.args(t, p.TenantID)...).Err(); err != nil {
 		return fmt.Errorf("redis: resume: %w", err)
 	}
 	return nil

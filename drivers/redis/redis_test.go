@@ -150,15 +150,15 @@ func testOperations(t *testing.T, c goredis.UniversalClient) {
 	mustOK(s.Fail(ctx, mailqueue.FailParams{ID: "d", Token: byID["d"].Token, State: codes.StateDeliveryUnknown, Code: codes.DeliveryUnknown}))
 
 	// RetainData "failed": the accepted job dropped its message, kept v and hash.
-	ja, ok, err := s.Get(ctx, "a")
-	if err != nil || !ok || ja.State != mailqueue.JobAccepted || ja.Data != nil || ja.V != "1" || ja.Hash != "h-a" || ja.Attempts != 1 {
-		t.Errorf("Get(a) = %+v, %t, %v; want accepted, no data, v 1, its hash", ja, ok, err)
+	ja, err := s.Get(ctx, "a")
+	if err != nil || ja.State != mailqueue.JobAccepted || ja.DataKept || ja.Version != 1 || ja.Hash != "h-a" || ja.Attempt != 1 {
+		t.Errorf("Get(a) = %+v, %v; want accepted, no data, v 1, its hash", ja, err)
 	}
 	if res := enqueue(t, s, a); !res[0].Duplicate {
 		t.Errorf("the accepted job enqueued again: %+v, want Duplicate", res[0])
 	}
-	jb, _, _ := s.Get(ctx, "b")
-	if jb.State != mailqueue.JobFailed || string(jb.Data) != string(b.Data) || jb.Code != codes.QueueThrown || jb.Reason != "boom" {
+	jb, _ := s.Get(ctx, "b")
+	if jb.State != mailqueue.JobFailed || !jb.DataKept || string(dataOf(t, s, "b")) != string(b.Data) || jb.Code != codes.QueueThrown || jb.Reason != "boom" {
 		t.Errorf("Get(b) = %+v; want failed with its data, code and reason", jb)
 	}
 	if ttl := c.PTTL(ctx, s.pfx+"job:a").Val(); ttl <= 0 || ttl > DefaultDedupeWindow {
@@ -169,15 +169,15 @@ func testOperations(t *testing.T, c goredis.UniversalClient) {
 	if err != nil || len(failed) != 2 || failed[0].ID != "b" || failed[1].ID != "d" {
 		t.Fatalf("Failed = %+v, %v; want b then d", failed, err)
 	}
-	queued, _ := s.Jobs(ctx, mailqueue.JobQueued, 0, 10)
+	queued, _ := jobsAt(s, mailqueue.JobQueued, 0, 10)
 	if len(queued) != 1 || queued[0].ID != "later" {
 		t.Errorf("Jobs(queued) = %+v", queued)
 	}
 
-	if err := s.RetryFailed(ctx, "a"); !errors.Is(err, ErrNotFailed) {
+	if err := s.RetryFailed(ctx, "a"); !errors.Is(err, mailqueue.ErrNotFailed) {
 		t.Errorf("RetryFailed of an accepted job: %v, want ErrNotFailed", err)
 	}
-	if err := s.RetryFailed(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+	if err := s.RetryFailed(ctx, "nope"); !errors.Is(err, mailqueue.ErrNotFound) {
 		t.Errorf("RetryFailed of no job: %v, want ErrNotFound", err)
 	}
 	if err := s.RetryFailed(ctx, "b"); err != nil {
@@ -191,17 +191,17 @@ func testOperations(t *testing.T, c goredis.UniversalClient) {
 		t.Errorf("a retried job still expires (%v)", ttl)
 	}
 
-	n, err := s.Purge(ctx, PurgeParams{State: mailqueue.JobDeliveryUnknown})
+	n, err := s.Purge(ctx, mailqueue.PurgeParams{State: mailqueue.JobDeliveryUnknown})
 	if err != nil || n != 1 {
 		t.Errorf("Purge(delivery_unknown) = %d, %v; want 1", n, err)
 	}
-	if _, ok, _ := s.Get(ctx, "d"); ok {
+	if _, err := s.Get(ctx, "d"); !errors.Is(err, mailqueue.ErrNotFound) {
 		t.Error("the purged job is still there")
 	}
-	if n, _ := s.Purge(ctx, PurgeParams{State: mailqueue.JobAccepted, OlderThan: time.Hour}); n != 0 {
+	if n, _ := s.Purge(ctx, mailqueue.PurgeParams{State: mailqueue.JobAccepted, OlderThan: time.Hour}); n != 0 {
 		t.Errorf("Purge(accepted older than an hour) forgot %d", n)
 	}
-	if _, err := s.Purge(ctx, PurgeParams{State: mailqueue.JobQueued}); err == nil {
+	if _, err := s.Purge(ctx, mailqueue.PurgeParams{State: mailqueue.JobQueued}); err == nil {
 		t.Error("Purge of queued jobs: no error")
 	}
 }
@@ -221,15 +221,15 @@ func TestRetainData(t *testing.T) {
 			}
 		}
 		for _, id := range []string{"ok", "ko"} {
-			j, _, _ := s.Get(ctx, id)
-			if kept := j.Data != nil; kept != (rd == mailqueue.RetainAllData) {
+			j, _ := s.Get(ctx, id)
+			if kept := j.DataKept; kept != (rd == mailqueue.RetainAllData) {
 				t.Errorf("RetainData %s: job %s kept its data: %t", rd, id, kept)
 			}
-			if j.V != "1" || j.Hash != "h-"+id {
-				t.Errorf("RetainData %s: job %s kept v %q and hash %q", rd, id, j.V, j.Hash)
+			if j.Version != 1 || j.Hash != "h-"+id {
+				t.Errorf("RetainData %s: job %s kept v %d and hash %q", rd, id, j.Version, j.Hash)
 			}
 		}
-		if err := s.RetryFailed(ctx, "ko"); rd == mailqueue.RetainNoData && !errors.Is(err, ErrNoData) {
+		if err := s.RetryFailed(ctx, "ko"); rd == mailqueue.RetainNoData && !errors.Is(err, mailqueue.ErrNoData) {
 			t.Errorf("RetryFailed of a job without data: %v, want ErrNoData", err)
 		}
 		if res := enqueue(t, s, testJob("ok"), testJob("ko")); !res[0].Duplicate || rd == mailqueue.RetainNoData && !res[1].Duplicate {
@@ -469,7 +469,7 @@ func TestPauseThroughTheDriver(t *testing.T) {
 	if st, _ := q.Stats(ctx); !st.Paused {
 		t.Errorf("Stats.Paused = false while paused")
 	}
-	if err := q.Resume(ctx, false, ""); err != nil {
+	if err := q.Resume(ctx, mailqueue.ResumeParams{}); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -65,8 +65,8 @@ func TestSettleAndReserve(t *testing.T) {
 	if st.Queued != 1 || st.Due != 0 || st.Running != 0 || st.Accepted != 1 || st.DeliveryUnknown != 1 {
 		t.Errorf("Stats = %+v; want b queued not due, a accepted, c delivery_unknown", st)
 	}
-	jb, _, _ := s.Get(ctx, "b")
-	if jb.State != mailqueue.JobQueued || jb.Attempts != 1 || jb.Redeliveries != 0 {
+	jb, _ := s.Get(ctx, "b")
+	if jb.State != mailqueue.JobQueued || jb.Attempt != 1 || jb.Redeliveries != 0 {
 		t.Errorf("Get(b) = %+v; want queued, 1 attempt spent (the release spent none)", jb)
 	}
 }
@@ -168,7 +168,7 @@ func TestQueuedJobs(t *testing.T) {
 				t.Fatalf("Stats = %+v, %v; want 5 queued, 4 due, 1 running", st, err)
 			}
 			list := func(offset, limit int) string {
-				js, err := s.Jobs(ctx, mailqueue.JobQueued, offset, limit)
+				js, err := jobsAt(s, mailqueue.JobQueued, offset, limit)
 				if err != nil {
 					t.Fatal(err)
 				}
