@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,21 @@ func TestMemorySource(t *testing.T) {
 	conformance.TestSource(t, memoryHarness)
 }
 
+// TestMemorySourceRetainData runs the contract on the memory source with
+// the other policies of the messages of finished jobs: the operations
+// tell DataKept and ErrNoData by them.
+func TestMemorySourceRetainData(t *testing.T) {
+	for _, rd := range []mailqueue.RetainData{mailqueue.RetainAllData, mailqueue.RetainNoData} {
+		t.Run(string(rd), func(t *testing.T) {
+			conformance.TestSource(t, func(t *testing.T) conformance.Harness {
+				fc := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+				src := mustMemorySource(t, memory.Options{Clock: fc, RetainData: rd})
+				return conformance.Harness{Source: src, Now: fc.Now, Advance: fc.Advance, RetainData: rd}
+			})
+		})
+	}
+}
+
 // TestMemorySourceRealClock runs the contract on the wall clock, as a
 // source on a server runs it.
 func TestMemorySourceRealClock(t *testing.T) {
@@ -44,6 +60,18 @@ var brokenSources = map[string]func(mailqueue.Source) mailqueue.Source{
 		return releaseAsRetry{s}
 	},
 	"loses MaxAttempts": func(s mailqueue.Source) mailqueue.Source { return fixedMaxAttempts{s} },
+	"lists the failed jobs newest first": func(s mailqueue.Source) mailqueue.Source {
+		return newestFailedFirst{s.(*memory.Source)}
+	},
+}
+
+// newestFailedFirst is an Operator whose Failed lists the newest first.
+type newestFailedFirst struct{ *memory.Source }
+
+func (s newestFailedFirst) Failed(ctx context.Context, limit int) ([]mailqueue.JobRow, error) {
+	rows, err := s.Source.Failed(ctx, limit)
+	slices.Reverse(rows)
+	return rows, err
 }
 
 // fixedMaxAttempts leases every job as if it had 5 attempts.
@@ -110,9 +138,10 @@ func TestBrokenSourcesFail(t *testing.T) {
 		return
 	}
 	want := map[string]string{
-		"ignores the token":            "Fencing/StaleToken",
-		"spends an attempt on release": "Settle/ReleaseSpendsNoAttempt",
-		"loses MaxAttempts":            "Enqueue/Reserve",
+		"ignores the token":                  "Fencing/StaleToken",
+		"spends an attempt on release":       "Settle/ReleaseSpendsNoAttempt",
+		"loses MaxAttempts":                  "Enqueue/Reserve",
+		"lists the failed jobs newest first": "Ops/Failed",
 	}
 	for name := range brokenSources {
 		t.Run(name, func(t *testing.T) {

@@ -45,7 +45,7 @@ func virtualHarness(c goredis.UniversalClient, opts Options) func(t *testing.T) 
 		src := newSource(t, c, opts)
 		return conformance.Harness{
 			Source: src, Now: src.now, Advance: src.advance,
-			DedupeWindow: src.opts.DedupeWindow, RetainFailed: src.opts.RetainFailed,
+			DedupeWindow: src.opts.DedupeWindow, RetainFailed: src.opts.RetainFailed, RetainData: src.opts.RetainData,
 		}
 	}
 }
@@ -54,7 +54,8 @@ func virtualHarness(c goredis.UniversalClient, opts Options) func(t *testing.T) 
 // sleeps through short leases.
 func serverHarness(c goredis.UniversalClient, opts Options) func(t *testing.T) conformance.Harness {
 	return func(t *testing.T) conformance.Harness {
-		return conformance.Harness{Source: newSource(t, c, opts)}
+		src := newSource(t, c, opts)
+		return conformance.Harness{Source: src, RetainData: src.opts.RetainData}
 	}
 }
 
@@ -70,6 +71,11 @@ func runConformance(t *testing.T, c goredis.UniversalClient) {
 				t.Skip("sleeps through leases; -short")
 			}
 			conformance.TestSource(t, serverHarness(c, Options{Fairness: f}))
+		})
+	}
+	for _, rd := range []mailqueue.RetainData{mailqueue.RetainAllData, mailqueue.RetainNoData} {
+		t.Run("RetainData="+string(rd)+"/VirtualClock", func(t *testing.T) {
+			conformance.TestSource(t, virtualHarness(c, Options{RetainData: rd}))
 		})
 	}
 }
