@@ -18,7 +18,7 @@ import (
 func memoryHarness(t *testing.T) conformance.Harness {
 	fc := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	src := mustMemorySource(t, memory.Options{Clock: fc})
-	return conformance.Harness{Source: src, Now: fc.Now, Advance: fc.Advance, DedupeWindow: memory.DefaultDedupeWindow, RetainFailed: memory.DefaultRetainFailed}
+	return conformance.Harness{Source: src, Now: fc.Now, Advance: fc.Advance, DedupeWindow: mailqueue.DefaultDedupeWindow, RetainFailed: mailqueue.DefaultRetainFailed}
 }
 
 // TestMemorySource holds the memory source to the contract.

@@ -27,15 +27,17 @@ import (
 	"github.com/alexify/mailer/mailqueue"
 )
 
-// The defaults of the spec's Defaults table.
+// The memory queue's own defaults (spec: "Defaults"). Its retention takes
+// mailqueue.DefaultDedupeWindow and mailqueue.DefaultRetainFailed, as
+// every store does.
 const (
-	DefaultDedupeWindow   = 24 * time.Hour
-	DefaultRetainFailed   = 7 * 24 * time.Hour
 	DefaultMaxJobs        = 100_000
 	DefaultRetainFinished = 10_000
 )
 
-// Options configure the memory queue. A zero field takes the default.
+// Options configure the memory queue. A zero field takes the default; New
+// and NewSource refuse a negative number or duration and a policy that is
+// not one of its constants.
 type Options struct {
 	// Clock is the time source; the wall clock when nil. Give a *clock.Fake
 	// to drive backoffs, leases and retention in tests.
@@ -43,14 +45,18 @@ type Options struct {
 	// Logger hears what the driver does; slog.Default() when nil.
 	Logger *slog.Logger
 	// PollInterval, LeaseDuration and CloseTimeout are the polling driver's
-	// (1 second, 1 minute, 30 seconds).
+	// (1 second, 1 minute, 30 seconds); NewSource uses LeaseDuration for a
+	// reserve or an extend that asks for none.
 	PollInterval, LeaseDuration, CloseTimeout time.Duration
 	// DedupeWindow is how long a completed job is kept, the window in which
-	// an enqueue under its key is a duplicate (a day).
+	// an enqueue under its key is a duplicate (mailqueue.DefaultDedupeWindow,
+	// a day).
 	DedupeWindow time.Duration
-	// RetainFailed is how long a failed job is kept (a week).
+	// RetainFailed is how long a failed job is kept
+	// (mailqueue.DefaultRetainFailed, a week).
 	RetainFailed time.Duration
-	// RetainData says which finished jobs keep their message ("failed").
+	// RetainData says which finished jobs keep their message
+	// (mailqueue.RetainFailedData).
 	RetainData mailqueue.RetainData
 	// MaxJobs is the most jobs queued or running at once (100 000); an
 	// enqueue past it is refused with ErrFull.
@@ -59,10 +65,10 @@ type Options struct {
 	// (10 000); past it the oldest drop theirs, keeping their hash until
 	// their retention ends.
 	RetainFinished int
-	// Fairness is FairnessNone (the default: by priority, then time) or
-	// FairnessTenant: a high job of any tenant first, then the tenants in
-	// turn, a job each, the jobs of no tenant as one more (docs/spec/queue.md,
-	// "Tenants in turn").
+	// Fairness is mailqueue.FairnessNone (the default: by priority, then
+	// time) or mailqueue.FairnessTenant: a high job of any tenant first,
+	// then the tenants in turn, a job each, the jobs of no tenant as one
+	// more (spec: "Tenants in turn").
 	Fairness mailqueue.Fairness
 }
 
@@ -96,8 +102,8 @@ type Queue struct {
 	src *Source
 }
 
-// New returns an empty memory queue. It returns an error when an option is
-// out of range or unknown (see Options).
+// New returns an empty memory queue. It returns a *mailqueue.OptionError
+// when an option is out of range or unknown (see Options).
 func New(opts Options) (*Queue, error) {
 	src, err := NewSource(opts)
 	if err != nil {
@@ -150,33 +156,13 @@ type record struct {
 	order uint64 // the order it was enqueued in, for List
 }
 
-// NewSource returns an empty Source. It returns an error when an option is
-// out of range or unknown (see Options).
+// NewSource returns an empty Source. It returns a *mailqueue.OptionError
+// when an option is out of range or unknown (see Options).
 func NewSource(opts Options) (*Source, error) {
-	if opts.Clock == nil {
-		opts.Clock = clock.Real()
+	if err := opts.validate(); err != nil {
+		return nil, err
 	}
-	if opts.DedupeWindow <= 0 {
-		opts.DedupeWindow = DefaultDedupeWindow
-	}
-	if opts.RetainFailed <= 0 {
-		opts.RetainFailed = DefaultRetainFailed
-	}
-	if opts.RetainData == "" {
-		opts.RetainData = mailqueue.RetainFailedData
-	}
-	if opts.MaxJobs <= 0 {
-		opts.MaxJobs = DefaultMaxJobs
-	}
-	if opts.RetainFinished <= 0 {
-		opts.RetainFinished = DefaultRetainFinished
-	}
-	if opts.LeaseDuration <= 0 {
-		opts.LeaseDuration = polling.DefaultLeaseDuration
-	}
-	if opts.Fairness == "" {
-		opts.Fairness = mailqueue.FairnessNone
-	}
+	opts = opts.withDefaults()
 	s := &Source{
 		opts: opts, clock: opts.Clock, jobs: map[string]*record{}, leased: map[string]*record{}, changed: make(chan struct{}),
 		tenantPause: map[string]time.Time{}, held: map[string][]*record{},
@@ -187,6 +173,59 @@ func NewSource(opts Options) (*Source, error) {
 		s.ready[i].fair = opts.Fairness == mailqueue.FairnessTenant && i > 0
 	}
 	return s, nil
+}
+
+// withDefaults returns a copy of the options whose zero fields take their
+// defaults. The polling driver's (PollInterval, CloseTimeout) are left to
+// polling.New, which takes the same zero values.
+func (o Options) withDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = clock.Real()
+	}
+	if o.DedupeWindow == 0 {
+		o.DedupeWindow = mailqueue.DefaultDedupeWindow
+	}
+	if o.RetainFailed == 0 {
+		o.RetainFailed = mailqueue.DefaultRetainFailed
+	}
+	if o.RetainData == "" {
+		o.RetainData = mailqueue.RetainFailedData
+	}
+	if o.MaxJobs == 0 {
+		o.MaxJobs = DefaultMaxJobs
+	}
+	if o.RetainFinished == 0 {
+		o.RetainFinished = DefaultRetainFinished
+	}
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration = polling.DefaultLeaseDuration
+	}
+	if o.Fairness == "" {
+		o.Fairness = mailqueue.FairnessNone
+	}
+	return o
+}
+
+// validate refuses the options NewSource cannot honour, naming the option
+// and its value.
+func (o Options) validate() error {
+	const pkg = "memory"
+	for _, err := range []error{
+		mailqueue.CheckNotNegative(pkg, "Options.PollInterval", o.PollInterval),
+		mailqueue.CheckNotNegative(pkg, "Options.LeaseDuration", o.LeaseDuration),
+		mailqueue.CheckNotNegative(pkg, "Options.CloseTimeout", o.CloseTimeout),
+		mailqueue.CheckNotNegative(pkg, "Options.DedupeWindow", o.DedupeWindow),
+		mailqueue.CheckNotNegative(pkg, "Options.RetainFailed", o.RetainFailed),
+		mailqueue.CheckNotNegative(pkg, "Options.MaxJobs", o.MaxJobs),
+		mailqueue.CheckNotNegative(pkg, "Options.RetainFinished", o.RetainFinished),
+		mailqueue.CheckOneOf(pkg, "Options.RetainData", o.RetainData, mailqueue.AllRetainData...),
+		mailqueue.CheckOneOf(pkg, "Options.Fairness", o.Fairness, mailqueue.AllFairness...),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func priorityIndex(p jobv1.Priority) int {

@@ -413,7 +413,7 @@ func TestSettleReserverWrapper(t *testing.T) {
 		fc := clock.NewFake(t0)
 		src := &srSource{Source: mustMemorySource(t, memory.Options{Clock: fc})}
 		return conformance.Harness{Source: src, Now: fc.Now, Advance: fc.Advance,
-			DedupeWindow: memory.DefaultDedupeWindow, RetainFailed: memory.DefaultRetainFailed}
+			DedupeWindow: mailqueue.DefaultDedupeWindow, RetainFailed: mailqueue.DefaultRetainFailed}
 	})
 }
 

@@ -33,7 +33,7 @@ func TestRetentionIsTheQueues(t *testing.T) {
 	prefix := redistest.Prefix(t)
 	// A producer that sets nothing, opened first, pins nothing.
 	producer := newSource(t, c, Options{Prefix: prefix})
-	if producer.opts.DedupeWindow != DefaultDedupeWindow || producer.opts.RetainData != mailqueue.RetainFailedData {
+	if producer.opts.DedupeWindow != mailqueue.DefaultDedupeWindow || producer.opts.RetainData != mailqueue.RetainFailedData {
 		t.Errorf("a zero Options on a new queue: %+v, want the defaults", producer.opts)
 	}
 	if n := c.HLen(ctx, producer.keys[keyMeta]).Val(); n != 1 {
@@ -154,7 +154,7 @@ func TestDoneIndexOutlivesItsJobs(t *testing.T) {
 func TestUseStoredWritesNothing(t *testing.T) {
 	c := redistest.Standalone(t)
 	s := newSource(t, c, Options{UseStored: true, DedupeWindow: time.Second, Fairness: mailqueue.FairnessTenant})
-	if s.opts.DedupeWindow != DefaultDedupeWindow || s.opts.RetainFailed != DefaultRetainFailed || s.opts.RetainData != mailqueue.RetainFailedData || s.opts.Fairness != mailqueue.FairnessNone {
+	if s.opts.DedupeWindow != mailqueue.DefaultDedupeWindow || s.opts.RetainFailed != mailqueue.DefaultRetainFailed || s.opts.RetainData != mailqueue.RetainFailedData || s.opts.Fairness != mailqueue.FairnessNone {
 		t.Errorf("UseStored on no queue: %+v, want the defaults", s.opts)
 	}
 	if st, err := s.Stats(ctx); err != nil || !cmp.Equal(st, mailqueue.Stats{Now: st.Now}) {

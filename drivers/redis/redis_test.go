@@ -161,7 +161,7 @@ func testOperations(t *testing.T, c goredis.UniversalClient) {
 	if jb.State != mailqueue.JobFailed || !jb.DataKept || string(dataOf(t, s, "b")) != string(b.Data) || jb.Code != codes.QueueThrown || jb.Reason != "boom" {
 		t.Errorf("Get(b) = %+v; want failed with its data, code and reason", jb)
 	}
-	if ttl := c.PTTL(ctx, s.pfx+"job:a").Val(); ttl <= 0 || ttl > DefaultDedupeWindow {
+	if ttl := c.PTTL(ctx, s.pfx+"job:a").Val(); ttl <= 0 || ttl > mailqueue.DefaultDedupeWindow {
 		t.Errorf("the accepted job's key expires in %v, want within the dedupe window", ttl)
 	}
 
