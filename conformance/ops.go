@@ -129,6 +129,24 @@ func testOpsStats(t *testing.T, s *suite) {
 	}
 }
 
+// untimed returns the row without its times, which the suite checks
+// apart, within the store's precision.
+func untimed(r mailqueue.JobRow) mailqueue.JobRow {
+	r.EnqueuedAt, r.RunAt, r.FinishedAt, r.LeaseUntil = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	return r
+}
+
+// wantRow fails the test when the row of the job of the id is not want,
+// its times aside.
+func (s *suite) wantRow(t *testing.T, op mailqueue.Operator, what string, want mailqueue.JobRow) mailqueue.JobRow {
+	t.Helper()
+	got := s.get(t, op, want.ID)
+	if untimed(got) != want {
+		t.Errorf("Get of %s =\n%+v\nwant\n%+v", what, untimed(got), want)
+	}
+	return got
+}
+
 // testOpsRows: Get tells a job as the operator sees it, at each step: its
 // id, hash, version, priority, tenant, attempts, times, lease, last code
 // and whether its data is kept; and ErrNotFound for a job not held.
@@ -139,41 +157,38 @@ func testOpsRows(t *testing.T, s *suite) {
 	}
 	j := s.job(jobv1.PriorityHigh, "acme")
 	s.enqueue(t, j)
-	r := s.get(t, op, j.ID)
-	if r.ID != j.ID || r.Hash != j.Hash || r.Version != 1 || r.State != mailqueue.JobQueued || r.Priority != jobv1.PriorityHigh || r.TenantID != "acme" ||
-		r.Attempt != 0 || r.MaxAttempts != j.MaxAttempts || r.Redeliveries != 0 || !r.DataKept || !r.FinishedAt.IsZero() || !r.LeaseUntil.IsZero() || r.Code != "" {
-		t.Errorf("Get of a queued job = %+v; want its id, hash, v 1, queued, high, tenant acme, no attempt of %d, its data kept", r, j.MaxAttempts)
+	want := mailqueue.JobRow{
+		ID: j.ID, Hash: j.Hash, Version: 1, State: mailqueue.JobQueued, Priority: jobv1.PriorityHigh, TenantID: "acme",
+		MaxAttempts: j.MaxAttempts, DataKept: true,
 	}
-	if !near(r.EnqueuedAt, j.EnqueuedAt, time.Millisecond) || !near(r.RunAt, j.RunAt, time.Millisecond) {
-		t.Errorf("Get: enqueued at %v, run at %v; want %v and %v", r.EnqueuedAt, r.RunAt, j.EnqueuedAt, j.RunAt)
+	r := s.wantRow(t, op, "a queued job", want)
+	if !near(r.EnqueuedAt, j.EnqueuedAt, time.Millisecond) || !near(r.RunAt, j.RunAt, time.Millisecond) || !r.FinishedAt.IsZero() || !r.LeaseUntil.IsZero() {
+		t.Errorf("Get: enqueued at %v, run at %v, finished at %v, lease until %v; want %v, %v and no others", r.EnqueuedAt, r.RunAt, r.FinishedAt, r.LeaseUntil, j.EnqueuedAt, j.RunAt)
 	}
 	l := s.reserveOne(t)
-	r = s.get(t, op, j.ID)
-	if r.State != mailqueue.JobRunning || r.Attempt != 0 || !near(r.LeaseUntil, l.Until, time.Second) {
-		t.Errorf("Get of a running job = %+v; want running, no attempt spent yet, its lease until about %v", r, l.Until)
+	want.State = mailqueue.JobRunning
+	if r := s.wantRow(t, op, "a running job", want); !near(r.LeaseUntil, l.Until, time.Second) {
+		t.Errorf("Get of a running job: lease until %v, want about %v", r.LeaseUntil, l.Until)
 	}
 	s.settle(t, l, retryIn(0))
-	r = s.get(t, op, j.ID)
-	if r.State != mailqueue.JobQueued || r.Attempt != 1 || r.Code != codes.QueueSendFailed || r.Reason != "451" || !r.LeaseUntil.IsZero() {
-		t.Errorf("Get after a retry = %+v; want queued, 1 attempt spent, queue.send_failed, 451, no lease", r)
+	want.State, want.Attempt, want.Code, want.Reason = mailqueue.JobQueued, 1, codes.QueueSendFailed, "451"
+	if r := s.wantRow(t, op, "a retried job", want); !r.LeaseUntil.IsZero() {
+		t.Errorf("Get of a retried job: lease until %v, want none", r.LeaseUntil)
 	}
 	s.wait(s.Lease / 4)
-	l = s.reserveOne(t)
-	s.settle(t, l, failIn(codes.StateFailed))
-	r = s.get(t, op, j.ID)
-	keep := s.RetainData != mailqueue.RetainNoData
-	if r.State != mailqueue.JobFailed || r.Attempt != 2 || r.Code != codes.QueueThrown || r.Reason != "boom" || r.DataKept != keep || r.Hash != j.Hash || r.Version != 1 {
-		t.Errorf("Get of a failed job = %+v; want failed, 2 attempts spent, queue.thrown, boom, data kept %t, its hash and v", r, keep)
-	}
-	if !near(r.FinishedAt, s.Now(), time.Second) {
+	s.settle(t, s.reserveOne(t), failIn(codes.StateFailed))
+	want.State, want.Attempt, want.Code, want.Reason = mailqueue.JobFailed, 2, codes.QueueThrown, "boom"
+	want.DataKept = s.RetainData != mailqueue.RetainNoData
+	if r := s.wantRow(t, op, "a failed job", want); !near(r.FinishedAt, s.Now(), time.Second) {
 		t.Errorf("FinishedAt = %v, want about %v", r.FinishedAt, s.Now())
 	}
 	k := s.job(jobv1.PriorityNormal, "")
 	s.enqueue(t, k)
 	s.settle(t, s.reserveOne(t), ack)
-	if r := s.get(t, op, k.ID); r.State != mailqueue.JobAccepted || r.Attempt != 1 || r.DataKept != (s.RetainData == mailqueue.RetainAllData) {
-		t.Errorf("Get of an accepted job = %+v; want accepted, 1 attempt spent, data kept %t (RetainData %q)", r, s.RetainData == mailqueue.RetainAllData, s.RetainData)
-	}
+	s.wantRow(t, op, "an accepted job (RetainData "+string(s.RetainData)+")", mailqueue.JobRow{
+		ID: k.ID, Hash: k.Hash, Version: 1, State: mailqueue.JobAccepted, Priority: jobv1.PriorityNormal,
+		Attempt: 1, MaxAttempts: k.MaxAttempts, DataKept: s.RetainData == mailqueue.RetainAllData,
+	})
 }
 
 // pageIDs lists every job of a state, limit a page, and returns their ids

@@ -30,16 +30,25 @@ func queueKeys(t *testing.T, c goredis.UniversalClient, s *Source) []string {
 // defaults.
 func TestRetentionIsTheQueues(t *testing.T) {
 	c := redistest.Standalone(t)
-	prefix := redistest.Prefix(t)
+	producer, worker := checkRetentionStored(t, c, redistest.Prefix(t))
+	checkScriptsTakeTheQueuesRetention(t, c, producer, worker)
+}
+
+// checkRetentionStored opens a producer that sets no retention, then a
+// worker that sets it, on the queue of prefix; it checks that the worker's
+// is stored, that a zero field takes the queue's and that another is
+// refused, and returns the two sources.
+func checkRetentionStored(t *testing.T, c goredis.UniversalClient, prefix string) (producer, worker *Source) {
+	t.Helper()
 	// A producer that sets nothing, opened first, pins nothing.
-	producer := newSource(t, c, Options{Prefix: prefix})
+	producer = newSource(t, c, Options{Prefix: prefix})
 	if producer.opts.DedupeWindow != mailqueue.DefaultDedupeWindow || producer.opts.RetainData != mailqueue.RetainFailedData {
 		t.Errorf("a zero Options on a new queue: %+v, want the defaults", producer.opts)
 	}
 	if n := c.HLen(ctx, producer.keys[keyMeta]).Val(); n != 1 {
 		t.Errorf("the meta key holds %d fields after an Open that set no retention, want fairness only", n)
 	}
-	worker := newSource(t, c, Options{Prefix: prefix, DedupeWindow: time.Hour, RetainFailed: 3 * time.Hour, RetainData: mailqueue.RetainAllData})
+	worker = newSource(t, c, Options{Prefix: prefix, DedupeWindow: time.Hour, RetainFailed: 3 * time.Hour, RetainData: mailqueue.RetainAllData})
 	meta := c.HGetAll(ctx, worker.keys[keyMeta]).Val()
 	if meta["dedupe"] != "3600000" || meta["retainf"] != "10800000" || meta["retaindata"] != "all" || meta["fairness"] != "none" {
 		t.Errorf("meta = %v, want the worker's retention", meta)
@@ -67,10 +76,15 @@ func TestRetentionIsTheQueues(t *testing.T) {
 	if _, err := OpenSource(ctx, Options{Client: c, Prefix: prefix, Fairness: mailqueue.FairnessTenant}); !errors.Is(err, ErrFairnessMismatch) {
 		t.Errorf("Open with another fairness: %v, want ErrFairnessMismatch", err)
 	}
+	return producer, worker
+}
 
-	// The producer opened before the retention was stored, with the
-	// defaults; its scripts take the queue's all the same: RetainData
-	// "all" keeps the message, the dedupe window is an hour.
+// checkScriptsTakeTheQueuesRetention: the producer opened before the
+// retention was stored, with the defaults; its scripts take the queue's
+// all the same: RetainData "all" keeps the message, the dedupe window is
+// an hour, RetainFailed three hours.
+func checkScriptsTakeTheQueuesRetention(t *testing.T, c goredis.UniversalClient, producer, worker *Source) {
+	t.Helper()
 	enqueue(t, producer, testJob("ok"), testJob("ko"))
 	for _, l := range reserve(t, producer, 2, time.Minute) {
 		if l.ID == "ok" {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/alexify/mailer/drivers/redis/internal/redistest"
@@ -116,6 +118,23 @@ func testWake(t *testing.T, c goredis.UniversalClient) {
 
 func TestOperations(t *testing.T) { testOperations(t, redistest.Standalone(t)) }
 
+// counts is what Stats counts, without the clock and the pauses.
+func counts(st mailqueue.Stats) mailqueue.Stats {
+	return mailqueue.Stats{Queued: st.Queued, Due: st.Due, Running: st.Running, Accepted: st.Accepted, Failed: st.Failed, DeliveryUnknown: st.DeliveryUnknown}
+}
+
+// wantCounts fails the test when the source's counts are not want.
+func wantCounts(t *testing.T, s *Source, what string, want mailqueue.Stats) {
+	t.Helper()
+	st, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatalf("Stats %s: %v", what, err)
+	}
+	if diff := cmp.Diff(want, counts(st)); diff != "" {
+		t.Errorf("Stats %s (-want +got):\n%s", what, diff)
+	}
+}
+
 // testOperations: jobs by state, counts, the failed jobs, a retry by hand
 // and a purge; RetainData drops the message and keeps v and hash.
 func testOperations(t *testing.T, c goredis.UniversalClient) {
@@ -123,10 +142,7 @@ func testOperations(t *testing.T, c goredis.UniversalClient) {
 	a, b, d, later := testJob("a"), testJob("b"), testJob("d"), testJob("later")
 	later.RunAt = time.Now().Add(time.Hour)
 	enqueue(t, s, a, b, d, later)
-	st, err := s.Stats(ctx)
-	if err != nil || st.Queued != 4 || st.Due != 3 {
-		t.Fatalf("Stats = %+v, %v; want 4 queued, 3 due", st, err)
-	}
+	wantCounts(t, s, "after the enqueue", mailqueue.Stats{Queued: 4, Due: 3})
 	ls := reserve(t, s, 3, time.Minute)
 	if len(ls) != 3 {
 		t.Fatalf("leased %d", len(ls))
@@ -143,28 +159,35 @@ func testOperations(t *testing.T, c goredis.UniversalClient) {
 	}
 	mustOK(s.Ack(ctx, mailqueue.AckParams{ID: "a", Token: byID["a"].Token}))
 	mustOK(s.Fail(ctx, mailqueue.FailParams{ID: "b", Token: byID["b"].Token, State: codes.StateFailed, Code: codes.QueueThrown, Reason: "boom"}))
-	st, _ = s.Stats(ctx)
-	if st.Queued != 1 || st.Due != 0 || st.Running != 1 || st.Accepted != 1 || st.Failed != 1 {
-		t.Errorf("Stats = %+v; want 1 queued, 1 running, 1 accepted, 1 failed", st)
-	}
+	wantCounts(t, s, "after ack and fail", mailqueue.Stats{Queued: 1, Running: 1, Accepted: 1, Failed: 1})
 	mustOK(s.Fail(ctx, mailqueue.FailParams{ID: "d", Token: byID["d"].Token, State: codes.StateDeliveryUnknown, Code: codes.DeliveryUnknown}))
+	checkFinishedRows(t, c, s, a, b)
+	checkRetryAndPurge(t, c, s, b)
+}
 
-	// RetainData "failed": the accepted job dropped its message, kept v and hash.
+// checkFinishedRows: under RetainData "failed", the accepted job dropped
+// its message and kept v and hash; the failed one kept its message, code
+// and reason; Failed lists b then d, Jobs(queued) the job scheduled later.
+func checkFinishedRows(t *testing.T, c goredis.UniversalClient, s *Source, a, b mailqueue.NewJob) {
+	t.Helper()
+	ignoreTimes := cmpopts.IgnoreFields(mailqueue.JobRow{}, "EnqueuedAt", "RunAt", "FinishedAt", "LeaseUntil")
 	ja, err := s.Get(ctx, "a")
-	if err != nil || ja.State != mailqueue.JobAccepted || ja.DataKept || ja.Version != 1 || ja.Hash != "h-a" || ja.Attempt != 1 {
-		t.Errorf("Get(a) = %+v, %v; want accepted, no data, v 1, its hash", ja, err)
+	want := mailqueue.JobRow{ID: "a", Hash: "h-a", Version: 1, State: mailqueue.JobAccepted, Priority: jobv1.PriorityNormal, Attempt: 1, MaxAttempts: 5}
+	if diff := cmp.Diff(want, ja, ignoreTimes); err != nil || diff != "" {
+		t.Errorf("Get(a): %v (-want +got):\n%s", err, diff)
 	}
 	if res := enqueue(t, s, a); !res[0].Duplicate {
 		t.Errorf("the accepted job enqueued again: %+v, want Duplicate", res[0])
 	}
 	jb, _ := s.Get(ctx, "b")
-	if jb.State != mailqueue.JobFailed || !jb.DataKept || string(dataOf(t, s, "b")) != string(b.Data) || jb.Code != codes.QueueThrown || jb.Reason != "boom" {
-		t.Errorf("Get(b) = %+v; want failed with its data, code and reason", jb)
+	want = mailqueue.JobRow{ID: "b", Hash: "h-b", Version: 1, State: mailqueue.JobFailed, Priority: jobv1.PriorityNormal, Attempt: 1, MaxAttempts: 5,
+		Code: codes.QueueThrown, Reason: "boom", DataKept: true}
+	if diff := cmp.Diff(want, jb, ignoreTimes); diff != "" || string(dataOf(t, s, "b")) != string(b.Data) {
+		t.Errorf("Get(b) (-want +got):\n%s\ndata %s", diff, dataOf(t, s, "b"))
 	}
 	if ttl := c.PTTL(ctx, s.pfx+"job:a").Val(); ttl <= 0 || ttl > mailqueue.DefaultDedupeWindow {
 		t.Errorf("the accepted job's key expires in %v, want within the dedupe window", ttl)
 	}
-
 	failed, err := s.Failed(ctx, 10)
 	if err != nil || len(failed) != 2 || failed[0].ID != "b" || failed[1].ID != "d" {
 		t.Fatalf("Failed = %+v, %v; want b then d", failed, err)
@@ -173,7 +196,12 @@ func testOperations(t *testing.T, c goredis.UniversalClient) {
 	if len(queued) != 1 || queued[0].ID != "later" {
 		t.Errorf("Jobs(queued) = %+v", queued)
 	}
+}
 
+// checkRetryAndPurge: RetryFailed refuses an accepted job and no job,
+// queues b again with its data and no expiry; Purge forgets d alone.
+func checkRetryAndPurge(t *testing.T, c goredis.UniversalClient, s *Source, b mailqueue.NewJob) {
+	t.Helper()
 	if err := s.RetryFailed(ctx, "a"); !errors.Is(err, mailqueue.ErrNotFailed) {
 		t.Errorf("RetryFailed of an accepted job: %v, want ErrNotFailed", err)
 	}
@@ -190,7 +218,6 @@ func testOperations(t *testing.T, c goredis.UniversalClient) {
 	if ttl := c.PTTL(ctx, s.pfx+"job:b").Val(); ttl != -1*time.Nanosecond && ttl >= 0 {
 		t.Errorf("a retried job still expires (%v)", ttl)
 	}
-
 	n, err := s.Purge(ctx, mailqueue.PurgeParams{State: mailqueue.JobDeliveryUnknown})
 	if err != nil || n != 1 {
 		t.Errorf("Purge(delivery_unknown) = %d, %v; want 1", n, err)
