@@ -1,8 +1,11 @@
-// Package conformance holds a mailqueue.Source to the contract of the spec
-// (docs/spec/queue.md, "The memory queue and the polling driver": the order of
-// priorities, leases and their expiry, redelivery, fencing by the token,
-// releases that spend no attempt, scheduled jobs, pauses, retention and
-// duplicates), the way testing/fstest.TestFS holds a file system.
+// Package conformance holds a mailqueue.Source to its contract, the way
+// testing/fstest.TestFS holds a file system: jobs are leased by priority,
+// then by the time they became due; a lease runs out and its job is
+// redelivered; every settle is fenced by the lease's token; a release
+// spends no attempt; a scheduled job waits until it is due; pauses hold
+// the jobs of the queue or of a tenant; finished jobs are kept for their
+// retention, and an enqueue under a kept job's key is a duplicate (spec:
+// "The memory queue and the polling driver").
 //
 // A store's own test calls TestSource once:
 //

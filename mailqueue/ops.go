@@ -33,8 +33,10 @@ var ErrNoData = errors.New("mailqueue: the job kept no message to run again")
 type JobRow struct {
 	// ID is the job's id.
 	ID string
-	// Hash is the job's hash (docs/wire.md), kept after its message is
-	// dropped so that an enqueue again is still told a duplicate.
+	// Hash is the job's hash: the SHA-256 of the canonical JSON of its
+	// message, without its envelope and delivery parameters (wire format:
+	// "The hash"). It is kept after the message is dropped, so that an
+	// enqueue again is still told a duplicate.
 	Hash string
 	// Version is the version of the job's format (its "v"), kept after its
 	// message is dropped; 0 when the stored JSON gives no whole number.

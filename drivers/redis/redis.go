@@ -1,7 +1,9 @@
 // Package redis is the Redis driver of the mail queue: a mailqueue.Source on
 // Redis (or Valkey) through github.com/redis/go-redis/v9, run by the polling
-// driver, with the semantics of the spec's BullMQ driver and of the memory
-// queue (docs/spec/queue.md, docs/spec/bullmq.md; docs/architecture.md, "Drivers").
+// driver. It behaves as the memory queue does, so that the conformance
+// suite holds both to one contract, and keeps the jobs as the spec's BullMQ
+// driver does: a hash per job, sorted sets by due time, a lease token per
+// run (spec: "Drivers", and the BullMQ driver's spec).
 //
 // Every state change is one Lua script (the embedded scripts/*.lua, each
 // with a header stating its KEYS, ARGV and return values), run atomically
