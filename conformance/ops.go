@@ -370,13 +370,13 @@ func testOpsPurge(t *testing.T, s *suite) {
 	s.settle(t, ls[old1.ID], ack)
 	s.settle(t, ls[old2.ID], ack)
 	s.settle(t, ls[failed.ID], failIn(codes.StateFailed))
-	s.wait(s.Lease)
+	s.wait(2 * s.Lease)
 	s.enqueue(t, fresh)
 	s.settle(t, s.reserveOne(t), ack)
 	s.enqueue(t, queued)
-	n, err := op.Purge(s.ctx, mailqueue.PurgeParams{State: mailqueue.JobAccepted, OlderThan: s.Lease / 2})
+	n, err := op.Purge(s.ctx, mailqueue.PurgeParams{State: mailqueue.JobAccepted, OlderThan: s.Lease})
 	if err != nil || n != 2 {
-		t.Errorf("Purge(accepted, older than %v) = %d, %v; want the 2 old ones", s.Lease/2, n, err)
+		t.Errorf("Purge(accepted, older than %v) = %d, %v; want the 2 old ones", s.Lease, n, err)
 	}
 	for _, id := range []string{old1.ID, old2.ID} {
 		if _, err := op.Get(s.ctx, id); !errors.Is(err, mailqueue.ErrNotFound) {
@@ -418,10 +418,10 @@ func testOpsPause(t *testing.T, s *suite) {
 	if err := op.Pause(s.ctx, mailqueue.Pause{For: s.Lease}); err != nil {
 		t.Fatal(err)
 	}
-	if err := op.Pause(s.ctx, mailqueue.Pause{Tenant: true, TenantID: "b", For: 2 * s.Lease}); err != nil {
+	if err := op.Pause(s.ctx, mailqueue.Pause{Tenant: true, TenantID: "b", For: 3 * s.Lease}); err != nil {
 		t.Fatal(err)
 	}
-	if err := op.Pause(s.ctx, mailqueue.Pause{Tenant: true, TenantID: "a", For: 2 * s.Lease}); err != nil {
+	if err := op.Pause(s.ctx, mailqueue.Pause{Tenant: true, TenantID: "a", For: 3 * s.Lease}); err != nil {
 		t.Fatal(err)
 	}
 	st := s.stats(t, op)
@@ -429,8 +429,8 @@ func testOpsPause(t *testing.T, s *suite) {
 		t.Errorf("Stats with the queue paused: paused %t until %v; want until about %v", st.Paused, st.PausedUntil, s.Now().Add(s.Lease))
 	}
 	if len(st.PausedTenants) != 2 || st.PausedTenants[0].TenantID != "a" || st.PausedTenants[1].TenantID != "b" ||
-		!near(st.PausedTenants[0].Until, s.Now().Add(2*s.Lease), time.Second) {
-		t.Errorf("PausedTenants = %+v; want a then b, until about %v", st.PausedTenants, s.Now().Add(2*s.Lease))
+		!near(st.PausedTenants[0].Until, s.Now().Add(3*s.Lease), time.Second) {
+		t.Errorf("PausedTenants = %+v; want a then b, until about %v", st.PausedTenants, s.Now().Add(3*s.Lease))
 	}
 	if err := op.Resume(s.ctx, mailqueue.ResumeParams{}); err != nil {
 		t.Fatal(err)
@@ -442,7 +442,7 @@ func testOpsPause(t *testing.T, s *suite) {
 	if st.Paused || !st.PausedUntil.IsZero() || len(st.PausedTenants) != 1 || st.PausedTenants[0].TenantID != "a" {
 		t.Errorf("after Resume of the queue and of b: paused %t until %v, tenants %+v; want only a paused", st.Paused, st.PausedUntil, st.PausedTenants)
 	}
-	s.wait(2*s.Lease + 50*time.Millisecond)
+	s.wait(3*s.Lease + 50*time.Millisecond)
 	if st := s.stats(t, op); st.Paused || len(st.PausedTenants) != 0 {
 		t.Errorf("after the pauses ran out: paused %t, tenants %+v; want none", st.Paused, st.PausedTenants)
 	}

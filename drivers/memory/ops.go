@@ -70,10 +70,11 @@ func (r *record) row() mailqueue.JobRow {
 	return j
 }
 
-// version returns the job's "v" when it is a whole number, else 0.
+// version returns the job's "v" when it is a whole number, else 0, as the
+// Redis driver reads it.
 func version(data []byte) int {
 	var j struct {
-		V json.Number `json:"v"`
+		V json.RawMessage `json:"v"`
 	}
 	if json.Unmarshal(data, &j) != nil {
 		return 0
