@@ -3,7 +3,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all generate check size fmt vet gen-check test test-short fuzz bench bench-redis demo
+.PHONY: all generate check lint size fmt vet gen-check test test-short fuzz bench bench-redis demo
 
 all: check
 
@@ -13,6 +13,16 @@ generate:
 
 ## check: formatting, vet, generated code current, tests with -race
 check: size fmt vet gen-check test
+
+## lint: golangci-lint (the pinned version, built into .tmp/bin from the Go
+## module proxy on first use: about two minutes) with .golangci.yaml
+LINT_VERSION ?= v2.15.0
+LINT := $(CURDIR)/.tmp/bin/golangci-lint
+$(LINT):
+	GOBIN=$(CURDIR)/.tmp/bin $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(LINT_VERSION)
+lint: $(LINT)
+	@$(LINT) version | grep -q "version $(LINT_VERSION:v%=%) " || GOBIN=$(CURDIR)/.tmp/bin $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(LINT_VERSION)
+	$(LINT) run ./...
 
 ## size: fail when a tracked file is over 1 MiB (build output, data)
 size:
@@ -46,10 +56,10 @@ test-short:
 ## fixed in Go 1.27).
 FUZZN ?= 200000
 fuzz:
-	$(GO) test ./gen/jobv1 -run '^$$' -fuzz '^FuzzValidate$$' -fuzztime $(FUZZN)x
-	$(GO) test ./gen/jobv1 -run '^$$' -fuzz '^FuzzFastPath$$' -fuzztime $(FUZZN)x
-	$(GO) test ./gen/jobv1 -run '^$$' -fuzz '^FuzzDecodeValue$$' -fuzztime $(FUZZN)x
-	$(GO) test ./gen/jobv1 -run '^$$' -fuzz '^FuzzEncodeValue$$' -fuzztime $(FUZZN)x
+	$(GO) test ./internal/gentest/jobv1test -run '^$$' -fuzz '^FuzzValidate$$' -fuzztime $(FUZZN)x
+	$(GO) test ./internal/gentest/jobv1test -run '^$$' -fuzz '^FuzzFastPath$$' -fuzztime $(FUZZN)x
+	$(GO) test ./internal/gentest/jobv1test -run '^$$' -fuzz '^FuzzDecodeValue$$' -fuzztime $(FUZZN)x
+	$(GO) test ./internal/gentest/jobv1test -run '^$$' -fuzz '^FuzzEncodeValue$$' -fuzztime $(FUZZN)x
 	$(GO) test ./cmd/generate -run '^$$' -fuzz '^FuzzClassOf$$' -fuzztime $(FUZZN)x
 	$(GO) test ./mailqueue -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZN)x -parallel 1
 	$(GO) test ./mailqueue -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZN)x

@@ -1,7 +1,7 @@
 // Package attachments reads the attachments a job gives by reference
-// ({ref}), for the worker's ResolveAttachment (docs/spec/queue.md, "What a job
-// holds"): FromPath reads files below a folder, FromURL fetches from an
-// allow-list of hosts.
+// ({ref}), for the worker's ResolveAttachment: FromPath reads files below a
+// folder, FromURL fetches from an allow-list of hosts (spec: "What a job
+// holds").
 //
 // A job names no file or URL the worker reads blindly: whoever can write to
 // the store could write the job. So each resolver confines its references:
@@ -140,7 +140,7 @@ func FromPath(root string, opts ...Option) Resolver {
 		if err != nil {
 			return nil, fmt.Errorf("attachments: opening the folder: %w", err)
 		}
-		defer r.Close()
+		defer func() { _ = r.Close() }() // read only: nothing is lost
 		// Stat before opening: opening a FIFO or a device blocks, and no
 		// context could stop it.
 		if st, err := r.Stat(name); err == nil && !st.Mode().IsRegular() {
@@ -152,11 +152,11 @@ func FromPath(root string, opts ...Option) Resolver {
 			if errors.As(err, &pe) && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission) {
 				// os.Root refuses a path escaping the root (a symbolic
 				// link out of it) with an error of its own.
-				return nil, fmt.Errorf("%w: %q leaves the folder or cannot be opened: %v", ErrRefused, ref, pe.Err)
+				return nil, fmt.Errorf("%w: %q leaves the folder or cannot be opened: %w", ErrRefused, ref, pe.Err)
 			}
 			return nil, fmt.Errorf("attachments: %q: %w", ref, err)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read only: nothing is lost
 		st, err := f.Stat()
 		if err != nil {
 			return nil, fmt.Errorf("attachments: %q: %w", ref, err)
@@ -189,14 +189,14 @@ func localPath(ref string) (string, error) {
 	return name, nil
 }
 
-// readCapped reads r, refusing more than max bytes.
-func readCapped(r io.Reader, max int64, ref string) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, max+1))
+// readCapped reads r, refusing more than limit bytes.
+func readCapped(r io.Reader, limit int64, ref string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("attachments: reading %q: %w", ref, err)
 	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%w: %q holds more than %d bytes", ErrRefused, ref, max)
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%w: %q holds more than %d bytes", ErrRefused, ref, limit)
 	}
 	return b, nil
 }
@@ -263,7 +263,7 @@ func FromURL(allow []string, opts ...Option) Resolver {
 		if err != nil {
 			return nil, fmt.Errorf("attachments: fetching from %s failed: %w", u.Host, stripURL(err))
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }() // read to the end or refused: nothing is lost
 		if resp.StatusCode != http.StatusOK {
 			return nil, fmt.Errorf("attachments: %s answered %d", u.Host, resp.StatusCode)
 		}

@@ -1,6 +1,8 @@
-// Package audit holds audit sinks of the mail queue: a sink in memory, which
-// can tell what it heard (Has), and a sink that writes each event to a
-// *slog.Logger (docs/spec/queue.md, "The audit and the log").
+// Package audit holds audit sinks of the mail queue (mailqueue.AuditSink): a
+// sink in memory, which can tell what it heard (Has), and a sink that writes
+// each event to a *slog.Logger. The queue tells a sink every state of every
+// job, from queued to accepted, failed or delivery_unknown; an event holds
+// no address (spec: "The audit and the log").
 package audit
 
 import (
@@ -72,8 +74,9 @@ func (m *Memory) Events(jobID string) []mailqueue.AuditEvent {
 
 // States returns the states heard for the job, in order.
 func (m *Memory) States(jobID string) []mailqueue.AuditState {
-	var out []mailqueue.AuditState
-	for _, e := range m.Events(jobID) {
+	events := m.Events(jobID)
+	out := make([]mailqueue.AuditState, 0, len(events))
+	for _, e := range events {
 		out = append(out, e.State)
 	}
 	return out

@@ -2,8 +2,10 @@
 //
 // Everything time-based in the kit (backoffs, leases, poll intervals, the
 // dedupe window) reads a Clock, so tests drive time with a Fake instead of
-// sleeping (docs/spec/queue.md, "The memory queue and the polling driver": "now and
-// sleep for a clock of the tests").
+// sleeping: clock.NewFake gives a clock that moves only when the test says
+// (Advance, Set), so a backoff of an hour takes no time and a test never
+// depends on how fast the machine is (spec: "The memory queue and the
+// polling driver").
 package clock
 
 import (

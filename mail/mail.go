@@ -3,7 +3,13 @@
 //
 // A Message is built into MIME with github.com/wneessen/go-mail. Its
 // Message-ID and Content-IDs are fixed by the producer at enqueue, so every
-// attempt of a job sends the same message (docs/spec/queue.md, "What a job holds").
+// attempt of a job sends the same message (spec: "What a job holds").
+//
+// The transports of the kit: mail/smtp (SMTP, STARTTLS by policy),
+// mail/memory (keeps the messages, for tests), mail/file (writes .eml
+// files) and mail/idempotency (wraps any transport so that a message goes
+// at most once per idempotency key); mail/smtptest is a scriptable SMTP
+// server for tests.
 package mail
 
 import (
@@ -57,8 +63,11 @@ type Attachment struct {
 	Data []byte
 }
 
-// Category tells what a send came to, and so what the queue does next
-// (docs/spec/queue.md, "What the queue does with an attempt").
+// Category tells what a send came to, and so what the queue does next:
+// Accepted is done; DeliveryUnknown fails the job for good, as the message
+// may have gone; Retryable and RateLimited retry it; Rejected, Validation
+// and Unsupported fail it at once; Auth and Configuration wait for the
+// operator (spec: "What the queue does with an attempt").
 type Category string
 
 // The categories of a receipt.
@@ -128,7 +137,8 @@ type RefusedRecipient struct {
 // Send returns a receipt whatever happened; the error is non-nil exactly
 // when the category is not Accepted, and is then an *Error carrying the same
 // receipt. A transport must not retry on its own beyond what provably was not
-// sent: the queue retries (docs/spec/queue.md, "Tenants in turn", last paragraph).
+// sent: the queue retries, and each retry inside the transport would hold the
+// job and multiply its attempts (spec: "Tenants in turn", last paragraph).
 type Transport interface {
 	Send(ctx context.Context, msg *Message) (Receipt, error)
 }

@@ -7,8 +7,11 @@ import (
 	"github.com/alexify/mailer/gen/codes"
 )
 
-// AuditState is a state the audit sink is told of (docs/spec/queue.md, "The audit
-// and the log").
+// AuditState is a state the audit sink is told of. The queue tells queued at
+// the enqueue, before the job is stored; the worker tells rendered,
+// submitted just before the send, then accepted, failed or
+// delivery_unknown, and queued again for a retry (spec: "The audit and the
+// log").
 type AuditState string
 
 // The states told to the audit sink, in the order a job goes through them.
@@ -46,7 +49,9 @@ type AuditEvent struct {
 }
 
 // AuditSink hears every state of every job. A sink that fails is a warning
-// (MAILER_AUDIT_FAILED), unless the worker is strict (WorkerConfig.AuditStrict).
+// (MAILER_AUDIT_FAILED), unless the queue or the worker is strict
+// (Config.AuditStrict refuses the enqueue, WorkerConfig.AuditStrict retries
+// the job before the send), so that no message goes unrecorded.
 type AuditSink interface {
 	Record(ctx context.Context, e AuditEvent) error
 }
@@ -54,8 +59,9 @@ type AuditSink interface {
 // AuditHistory is an audit sink that can tell what it heard: the memory sink
 // and a sink over a database can. With the Redelivered policy
 // RedeliveredDeliveryUnknown, a run again of an attempt whose run died is
-// sent when Has shows that run never submitted the message (docs/spec/queue.md,
-// "Once per key").
+// sent when Has shows that run never submitted the message, since it cannot
+// have sent it; otherwise it is failed as of unknown delivery (spec: "Once
+// per key").
 type AuditHistory interface {
 	// Has reports whether the sink heard state for the attempt of the job.
 	Has(ctx context.Context, jobID string, attempt int, state AuditState) (bool, error)

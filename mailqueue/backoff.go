@@ -5,8 +5,9 @@ import (
 	"time"
 )
 
-// The backoff of the spec (docs/spec/queue.md, "What the queue does with an
-// attempt"): 30 seconds, doubled per attempt, an hour at most, full jitter.
+// The backoff of a retry: 30 seconds, doubled per attempt, an hour at most,
+// with full jitter, so that the retries of many jobs spread out (spec: "What
+// the queue does with an attempt").
 const (
 	// BackoffBase is the backoff's ceiling after the first attempt.
 	BackoffBase = 30 * time.Second

@@ -8,7 +8,9 @@ import (
 )
 
 // Driver moves stored jobs and outcomes. It never renders, sends or
-// classifies: one Handler serves every driver (docs/architecture.md, "The flow").
+// classifies: one Handler (the Worker) serves every driver, so every store
+// settles an attempt the same way. The polling driver (drivers/polling)
+// makes a Driver of any Source.
 type Driver interface {
 	// Enqueue stores jobs as Source.Enqueue does.
 	Enqueue(ctx context.Context, jobs []NewJob) ([]EnqueueResult, error)
@@ -27,7 +29,8 @@ type WorkOptions struct {
 type Runner interface {
 	// Close stops reserving jobs, waits for the runs in flight until ctx is
 	// done (a driver's default timeout applies when ctx has no deadline: 30
-	// seconds), then aborts them: a run not yet sent is given back unspent.
+	// seconds), then aborts them: a run not yet sent is given back, and the
+	// attempt is not spent.
 	Close(ctx context.Context) error
 }
 
@@ -52,13 +55,14 @@ type Action int
 const (
 	// ActionNone is the zero value: no outcome (queue.invalid_outcome).
 	ActionNone Action = iota
-	// Ack: done, accepted.
+	// Ack settles the job as done: the message was accepted.
 	Ack
-	// Retry: an attempt spent, due again after Delay.
+	// Retry spends an attempt; the job is due again after Delay.
 	Retry
-	// Fail: settled for good in State.
+	// Fail settles the job for good in State.
 	Fail
-	// Release: given back unspent, due again after Delay.
+	// Release gives the job back, and the attempt is not spent; it is due
+	// again after Delay.
 	Release
 )
 
@@ -103,10 +107,11 @@ type Pause struct {
 	For time.Duration
 }
 
-// Pauser is a Driver or a Source that can pause the queue or a tenant, as
-// a rate limit whose scope is the queue or the tenant does (spec:
-// "rateLimitScope"). The polling driver is one when its source is; the
-// memory and Redis sources are.
+// Pauser is a Driver or a Source that can pause the queue or a tenant, as a
+// rate limit with RateLimitQueue or RateLimitTenant does: while paused, no
+// job of the queue (or of the tenant) is reserved. The polling driver is one
+// when its source is; the memory and Redis sources are (spec: "What the
+// queue does with an attempt", rateLimitScope).
 type Pauser interface {
 	// Pause pauses the queue, or the tenant when p.Tenant, for p.For. A
 	// longer pause already in place is kept.

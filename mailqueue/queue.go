@@ -1,12 +1,3 @@
-// Package mailqueue sends mail through a queue: a producer enqueues a message
-// as a job, and a worker renders it, sends it through a transport and
-// decides from the receipt what the queue does next (docs/spec/queue.md).
-//
-//	producer  Queue.Enqueue ─▶ check ─▶ fix ids ─▶ hash ─▶ audit "queued" ─▶ Driver.Enqueue
-//	worker    Driver ─▶ Handler: open ─▶ render ─▶ build ─▶ Transport.Send ─▶ Outcome
-//
-// The store is a Driver: the memory queue (drivers/memory), or any Source run
-// by the polling driver (drivers/polling).
 package mailqueue
 
 import (
@@ -22,7 +13,7 @@ import (
 	"github.com/alexify/mailer/gen/jobv1"
 )
 
-// The defaults of the spec's Defaults table (docs/spec/queue.md, "Defaults").
+// The defaults a zero field of Config takes (spec: "Defaults").
 const (
 	DefaultNamespace                = "mail"
 	DefaultMaxAttempts              = 5
@@ -46,8 +37,10 @@ type Config struct {
 	MaxInlineAttachmentBytes int
 	// IDSecret, when set (at least 32 bytes), derives job ids with an
 	// HMAC-SHA256 instead of a SHA-256, so an id cannot be found again by
-	// hashing the keys one can guess. The same on every producer; never
-	// rotated (docs/spec/queue.md, "Once per key").
+	// hashing the keys one can guess. It must be the same on every producer
+	// and is never rotated: another secret derives other ids, and the same
+	// message enqueued again would be another job, sent twice (spec: "Once
+	// per key").
 	IDSecret []byte
 	// GenerateID draws the identifiers a job draws: its idempotency key when
 	// it gives none. A random UUID (version 4) by default.
@@ -59,10 +52,19 @@ type Config struct {
 	// SigningKeys sign every job with an HMAC-SHA256 (kid, mac): the first
 	// key signs, every key verifies; each secret is at least 32 bytes. A
 	// worker given keys fails a job none of them signed with
-	// queue.signature_invalid (docs/spec/queue.md, "Signed jobs").
+	// queue.signature_invalid, unsent, so that whoever can write to the
+	// store cannot send mail from your domain. To rotate, put the new key
+	// first, deploy the workers, then the producers, and drop the old key
+	// once no job it signed is left; give every worker the keys before any
+	// producer, as a worker without keys checks the hash alone (spec:
+	// "Signed jobs").
 	SigningKeys []SigningKey
-	// Codec, when set, seals each job: the store holds only its clear
-	// envelope and enc (docs/spec/queue.md, "Sealed jobs").
+	// Codec, when set, seals each job: the store keeps in clear only v,
+	// hash, enqueuedAt, correlationId, kid, mac and trace, and the rest
+	// (addresses, context, attachments) is enc. A worker without a codec
+	// gives a sealed job back for a worker that has one, and the attempt is
+	// not spent (queue.codec_missing). Sealing is not a signature: seal with
+	// SigningKeys too (spec: "Sealed jobs").
 	Codec Codec
 	// Audit hears "queued" at each enqueue; nil for none.
 	Audit AuditSink
@@ -176,9 +178,10 @@ type Result struct {
 // its context must round-trip through JSON; its stored JSON is at most
 // MaxJobBytes and its inline attachments at most MaxInlineAttachmentBytes.
 // A refusal is an *Error with code queue.invalid_job and the path of the bad
-// value. The same message enqueued again under the same key answers
-// Duplicate with the same id; another message under the key is refused with
-// queue.key_reused (docs/spec/queue.md, "Once per key").
+// value. The job's id derives from the namespace, the tenant and the
+// idempotency key, so the same message enqueued again under the same key
+// answers Duplicate with the same id and stores nothing; another message
+// under the key is refused with queue.key_reused (spec: "Once per key").
 //
 // Enqueue fills in, on a copy, what the job leaves out: v, the idempotency
 // key (drawn), the Message-ID and the Content-IDs (derived from the job's

@@ -164,7 +164,9 @@ type ReleaseParams struct {
 	Reason string
 }
 
-// ErrTransactionUnsupported is returned by a driver that writes no
-// transaction when it is given one: it refuses rather than ignores it
-// (docs/spec/queue.md, "The audit and the log").
+// ErrTransactionUnsupported is what a driver that writes no transaction
+// returns when it is given one: it refuses rather than ignores it, since a
+// caller who passes a transaction counts on the job being stored with its
+// own writes or not at all (spec: "The audit and the log"). No driver of
+// this module takes a transaction yet; the planned outboxes will.
 var ErrTransactionUnsupported = errors.New("mailqueue: this driver takes no transaction")

@@ -15,7 +15,10 @@ import (
 	"github.com/alexify/mailer/render"
 )
 
-// The worker's defaults (docs/spec/queue.md, "Defaults").
+// The defaults a zero field of WorkerConfig takes (spec: "Defaults"): a job
+// waits DefaultOperatorDelay after a failure of the operator (auth,
+// configuration), and fails as of unknown delivery once more than
+// DefaultMaxRedeliveries of its runs ended unsettled.
 const (
 	DefaultOperatorDelay   = 5 * time.Minute
 	DefaultMaxRedeliveries = 3
@@ -26,7 +29,10 @@ const (
 )
 
 // RedeliveredPolicy says what a worker does with a run again of an attempt
-// whose run before died (docs/spec/queue.md, "Once per key").
+// whose run before died (its lease ran out unsettled): that run may have
+// sent the message. With a transport that dedupes by the idempotency key,
+// sending again is safe; with one that does not (SMTP, SES), a second send
+// may deliver the message twice (spec: "Once per key").
 type RedeliveredPolicy string
 
 // The redelivery policies.
@@ -35,8 +41,9 @@ const (
 	// the idempotency key (IdempotencyTransport, a provider that takes one).
 	RedeliveredSend RedeliveredPolicy = "send"
 	// RedeliveredDeliveryUnknown fails it as of unknown delivery
-	// (queue.redelivered), unless the audit sink can tell that the run before
-	// never submitted the message.
+	// (queue.redelivered) instead of sending it a second time, unless the
+	// audit sink is an AuditHistory that shows the run before never
+	// submitted the message.
 	RedeliveredDeliveryUnknown RedeliveredPolicy = "delivery_unknown"
 )
 
@@ -102,8 +109,8 @@ type WorkerConfig struct {
 	// RateLimitScope says what a rate limit (a RateLimited receipt) pauses:
 	// the job alone (RateLimitJob, the default: a retry no sooner than its
 	// Retry-After), the whole queue (RateLimitQueue) or the jobs of the job's
-	// tenant (RateLimitTenant). A queue or tenant pause gives the job back
-	// without spending its attempt; it needs a driver that can pause
+	// tenant (RateLimitTenant). A queue or tenant pause gives the job back,
+	// and the attempt is not spent; it needs a driver that can pause
 	// (Pauser), else it acts as RateLimitJob.
 	RateLimitScope RateLimitScope
 	// AuditStrict retries the job (audit.failed) when the audit sink fails
@@ -111,14 +118,20 @@ type WorkerConfig struct {
 	AuditStrict bool
 }
 
-// RateLimitScope is what a rate limit pauses (docs/spec/queue.md, "What the queue
-// does with an attempt", the paragraph after the table).
+// RateLimitScope is what a rate limit pauses. A pause of the whole queue
+// suits a single provider; with failover among several, take the provider
+// out instead of pausing the queue (spec: "What the queue does with an
+// attempt", the paragraph after the table).
 type RateLimitScope string
 
 // The scopes of a rate limit.
 const (
-	RateLimitJob    RateLimitScope = "job"
-	RateLimitQueue  RateLimitScope = "queue"
+	// RateLimitJob retries the job alone, no sooner than the Retry-After.
+	RateLimitJob RateLimitScope = "job"
+	// RateLimitQueue pauses the whole queue for the Retry-After.
+	RateLimitQueue RateLimitScope = "queue"
+	// RateLimitTenant pauses the jobs of the job's tenant for the
+	// Retry-After.
 	RateLimitTenant RateLimitScope = "tenant"
 )
 
@@ -210,13 +223,13 @@ func (w *Worker) Start() error {
 
 // Close stops reserving jobs, waits for the jobs in flight until ctx is done
 // (30 seconds when ctx has no deadline), then aborts them: a job not yet
-// sent is given back, its attempt not spent.
+// sent is given back, and the attempt is not spent.
 //
 // The polling driver then waits as long again (at least a second) for the
 // aborted runs to settle, so Close may take the timeout plus that; a run
 // still going then is logged (queue.close_abandoned) and Close returns an
-// error. Close may be
-// called more than once; a closed worker does not start again.
+// error. Close may be called more than once; a closed worker does not start
+// again.
 func (w *Worker) Close(ctx context.Context) error {
 	w.mu.Lock()
 	w.closed = true
@@ -392,8 +405,11 @@ func (w *Worker) send(ctx context.Context, msg *mail.Message) (receipt mail.Rece
 	return receipt, err, ""
 }
 
-// settle decides the outcome of a send from its receipt (docs/spec/queue.md,
-// "What the queue does with an attempt").
+// settle decides the outcome of a send from its receipt: accepted is done;
+// of unknown delivery fails for good, never sent blindly again; retryable
+// retries after the backoff (no sooner than a Retry-After); refused fails
+// at once; a failure of the operator waits OperatorDelay (spec: "What the
+// queue does with an attempt").
 func (w *Worker) settle(ctx context.Context, r *run, receipt mail.Receipt, err error) Outcome {
 	var me *mail.Error
 	if err != nil && errors.As(err, &me) {
@@ -413,7 +429,7 @@ func (w *Worker) settle(ctx context.Context, r *run, receipt mail.Receipt, err e
 	if err != nil && ctx.Err() != nil {
 		// The run was aborted during the send (Close ran out of time, or the
 		// lease was lost). A send the transport says provably did not go is
-		// given back unspent; any other may have gone.
+		// given back, and the attempt is not spent; any other may have gone.
 		if receipt.Category == mail.Retryable {
 			return w.release(r, codes.QueueStopped, 0, "the worker stopped during the send, and the transport says the message did not go")
 		}
@@ -493,7 +509,7 @@ func (w *Worker) retry(ctx context.Context, r *run, code codes.Code, retryAfter 
 
 // rateLimited retries a job the provider asked to slow down for, no sooner
 // than its Retry-After; with a queue or tenant scope it pauses the queue or
-// the tenant instead and gives the job back unspent.
+// the tenant instead and gives the job back, and the attempt is not spent.
 func (w *Worker) rateLimited(ctx context.Context, r *run, receipt mail.Receipt) Outcome {
 	if w.cfg.RateLimitScope == RateLimitJob || !w.q.canPause() {
 		return w.retry(ctx, r, codes.QueueRateLimited, receipt.RetryAfter, reasonOf(receipt))
@@ -529,7 +545,7 @@ func (w *Worker) neverSubmitted(ctx context.Context, r *run) bool {
 	return !has
 }
 
-// release gives the job back without spending its attempt.
+// release gives the job back; the attempt is not spent.
 func (w *Worker) release(r *run, code codes.Code, delay time.Duration, reason string) Outcome {
 	reason = mail.Redact(reason)
 	w.log.Warn(string(codes.QueueJobReleased), "job_id", r.lease.ID, "attempt", r.lease.Attempt, "code", string(code), "delay", delay, "reason", reason)

@@ -510,10 +510,10 @@ func (r *FS) parseText(name, src string, partials []partial) (*texttemplate.Temp
 		if err != nil {
 			return nil, err
 		}
-		if t.Lookup(p.name) == nil && !parse.IsEmptyTree(pt.Tree.Root) {
+		if t.Lookup(p.name) == nil && !parse.IsEmptyTree(pt.Root) {
 			// A copy keeps the file's name for errors, and html/template
 			// escapes it apart from the file's own tree.
-			if _, err := t.AddParseTree(p.name, pt.Tree.Copy()); err != nil {
+			if _, err := t.AddParseTree(p.name, pt.Copy()); err != nil {
 				return nil, err
 			}
 		}

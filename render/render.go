@@ -1,10 +1,11 @@
 // Package render renders the template of a mail job: a subject, an HTML body
 // and a text body per template and locale.
 //
-// The queue tells two kinds of failure apart (docs/spec/queue.md, "What the queue
-// does with an attempt"): a template missing or broken fails the job at once
-// (an *Error, code render.failed), while an outage of the place templates are
-// loaded from is retried (a *LoadError, the spec's TemplateLoadError).
+// The queue tells two kinds of failure apart: a template missing or broken
+// fails the job at once (an *Error, code render.failed), as no retry would
+// mend it, while an outage of the place templates are loaded from is retried
+// (a *LoadError, the spec's TemplateLoadError) (spec: "What the queue does
+// with an attempt").
 //
 // # Templates in a file system
 //
@@ -39,8 +40,9 @@
 //
 // Besides the built-in functions of text/template (and, index, len, printf,
 // ...), templates have these helpers, all deterministic: rendering must be
-// the same on every attempt of a job (docs/spec/queue.md, "Once per key"), so none
-// reads the clock or draws random numbers.
+// the same on every attempt of a job, so that an attempt again sends the
+// message the first one sent, under the same key (spec: "Once per key"), so
+// none reads the clock or draws random numbers.
 //
 //	upper s       s in upper case
 //	lower s       s in lower case

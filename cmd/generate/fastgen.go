@@ -58,7 +58,7 @@ func (m *jobModel) fastFile() (*jen.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := newFile(m.pkg)
+	f := m.newFile()
 	f.Comment("fastValid reports whether v is valid for sure against the schema, by Go")
 	f.Comment("code the generator compiled the schema into (cmd/generate/fastgen.go). False")
 	f.Comment("means only \"not known to be valid\": ValidateValue then asks jsonschema/v6,")
@@ -100,6 +100,15 @@ func (g *fastGen) fn(s *node) (string, error) {
 // no is the statement a keyword the fast path cannot check compiles to.
 func no() []jen.Code { return []jen.Code{jen.Return(jen.False())} }
 
+// keywordGroup compiles some keywords of a schema into checks of v, marking
+// in handled those it read. ok false means the fast path cannot check them:
+// the schema's function then answers false.
+type keywordGroup func(s *node, handled map[string]bool) (checks []jen.Code, ok bool, err error)
+
+// body compiles the schema s into the statements of its function: the
+// checks of every keyword group, in a fixed order (the order in which the
+// functions of the subschemas are named), then true. A keyword no group
+// knows makes the function answer false.
 func (g *fastGen) body(s *node) ([]jen.Code, error) {
 	if s.kind == 'b' {
 		return []jen.Code{jen.Return(jen.Lit(s.b))}, nil
@@ -107,7 +116,6 @@ func (g *fastGen) body(s *node) ([]jen.Code, error) {
 	if s.kind != 'o' {
 		return nil, fmt.Errorf("%s: a schema is an object or a boolean", displayPtr(s.ptr))
 	}
-	var out []jen.Code
 	keys := append([]string(nil), s.keys...)
 	sort.Strings(keys)
 	handled := map[string]bool{}
@@ -116,98 +124,116 @@ func (g *fastGen) body(s *node) ([]jen.Code, error) {
 			handled[k] = true
 		}
 	}
-	// $ref applies beside the other keywords (2020-12).
-	if ref, ok := s.getStr("$ref"); ok {
-		handled["$ref"] = true
-		t, err := g.m.root.at(strings.TrimPrefix(ref, "#"))
-		if err != nil || !strings.HasPrefix(ref, "#") {
-			return no(), nil
-		}
-		name, err := g.fn(t)
+	groups := []keywordGroup{
+		g.refKeyword, typeKeyword, constKeyword, enumKeyword,
+		func(s *node, handled map[string]bool) ([]jen.Code, bool, error) {
+			checks, err := g.stringKeywords(s, handled)
+			return checks, true, err
+		},
+		func(s *node, handled map[string]bool) ([]jen.Code, bool, error) {
+			checks, ok := g.numberKeywords(s, handled)
+			return checks, ok, nil
+		},
+		g.arrayKeywords, g.objectKeywords, g.logicKeywords,
+	}
+	var out []jen.Code
+	for _, group := range groups {
+		checks, ok, err := group(s, handled)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, jen.If(jen.Op("!").Id(name).Call(jen.Id("v"))).Block(jen.Return(jen.False())))
-	}
-	if t, ok := s.getStr("type"); ok {
-		handled["type"] = true
-		check, ok := fastTypeCheck(t)
 		if !ok {
 			return no(), nil
 		}
-		out = append(out, jen.If(jen.Op("!").Add(check)).Block(jen.Return(jen.False())))
-	} else if s.get("type") != nil {
-		return no(), nil
+		out = append(out, checks...)
 	}
-	if c := s.get("const"); c != nil {
-		handled["const"] = true
-		var call jen.Code
-		switch c.kind {
-		case 's':
-			call = jen.Qual(schemafastPkg, "ConstString").Call(jen.Id("v"), jen.Lit(c.str))
-		case 'n':
-			n, err := strconv.ParseInt(string(c.num), 10, 64)
-			if err != nil {
-				return no(), nil
-			}
-			call = jen.Qual(schemafastPkg, "ConstInt").Call(jen.Id("v"), jen.Lit(n))
-		default:
-			return no(), nil
-		}
-		out = append(out, jen.If(jen.Op("!").Add(call)).Block(jen.Return(jen.False())))
-	}
-	if e := s.get("enum"); e != nil {
-		handled["enum"] = true
-		vals, err := e.strings()
-		if err != nil {
-			return no(), nil
-		}
-		lits := make([]jen.Code, len(vals))
-		for i, v := range vals {
-			lits[i] = jen.Lit(v)
-		}
-		out = append(out, jen.If(jen.Op("!").Qual(schemafastPkg, "Enum").Call(append([]jen.Code{jen.Id("v")}, lits...)...)).Block(jen.Return(jen.False())))
-	}
-	strs, err := g.stringKeywords(s, handled)
-	if err != nil {
-		return nil, err
-	}
-	out = append(out, strs...)
-	nums, ok := g.numberKeywords(s, handled)
-	if !ok {
-		return no(), nil
-	}
-	out = append(out, nums...)
-	arr, ok, err := g.arrayKeywords(s, handled)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return no(), nil
-	}
-	out = append(out, arr...)
-	obj, ok, err := g.objectKeywords(s, handled)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return no(), nil
-	}
-	out = append(out, obj...)
-	logic, ok, err := g.logicKeywords(s, handled)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return no(), nil
-	}
-	out = append(out, logic...)
 	for _, k := range keys {
 		if !handled[k] {
 			return no(), nil // a keyword the fast path does not know
 		}
 	}
 	return append(out, jen.Return(jen.True())), nil
+}
+
+// falseUnless is the statement "if !cond { return false }".
+func falseUnless(cond jen.Code) jen.Code {
+	return jen.If(jen.Op("!").Add(cond)).Block(jen.Return(jen.False()))
+}
+
+// refKeyword compiles $ref, which applies beside the other keywords
+// (2020-12). The fast path follows only a reference into the schema itself.
+func (g *fastGen) refKeyword(s *node, handled map[string]bool) ([]jen.Code, bool, error) {
+	ref, ok := s.getStr("$ref")
+	if !ok {
+		return nil, true, nil
+	}
+	handled["$ref"] = true
+	t, err := g.m.root.at(strings.TrimPrefix(ref, "#"))
+	if err != nil || !strings.HasPrefix(ref, "#") {
+		return nil, false, nil
+	}
+	name, err := g.fn(t)
+	if err != nil {
+		return nil, false, err
+	}
+	return []jen.Code{falseUnless(jen.Id(name).Call(jen.Id("v")))}, true, nil
+}
+
+// typeKeyword compiles a type given as one name; a list of types is left to
+// jsonschema/v6.
+func typeKeyword(s *node, handled map[string]bool) ([]jen.Code, bool, error) {
+	t, ok := s.getStr("type")
+	if !ok {
+		return nil, s.get("type") == nil, nil
+	}
+	handled["type"] = true
+	check, ok := fastTypeCheck(t)
+	if !ok {
+		return nil, false, nil
+	}
+	return []jen.Code{falseUnless(check)}, true, nil
+}
+
+// constKeyword compiles a const string or integer.
+func constKeyword(s *node, handled map[string]bool) ([]jen.Code, bool, error) {
+	c := s.get("const")
+	if c == nil {
+		return nil, true, nil
+	}
+	handled["const"] = true
+	var call jen.Code
+	switch c.kind {
+	case 's':
+		call = jen.Qual(schemafastPkg, "ConstString").Call(jen.Id("v"), jen.Lit(c.str))
+	case 'n':
+		n, err := strconv.ParseInt(string(c.num), 10, 64)
+		if err != nil {
+			return nil, false, nil
+		}
+		call = jen.Qual(schemafastPkg, "ConstInt").Call(jen.Id("v"), jen.Lit(n))
+	default:
+		return nil, false, nil
+	}
+	return []jen.Code{falseUnless(call)}, true, nil
+}
+
+// enumKeyword compiles an enum of strings.
+func enumKeyword(s *node, handled map[string]bool) ([]jen.Code, bool, error) {
+	e := s.get("enum")
+	if e == nil {
+		return nil, true, nil
+	}
+	handled["enum"] = true
+	vals, err := e.strings()
+	if err != nil {
+		return nil, false, nil
+	}
+	args := make([]jen.Code, 0, len(vals)+1)
+	args = append(args, jen.Id("v"))
+	for _, v := range vals {
+		args = append(args, jen.Lit(v))
+	}
+	return []jen.Code{falseUnless(jen.Qual(schemafastPkg, "Enum").Call(args...))}, true, nil
 }
 
 func fastTypeCheck(t string) (jen.Code, bool) {
@@ -412,63 +438,84 @@ func (g *fastGen) objectKeywords(s *node, handled map[string]bool) ([]jen.Code, 
 			checks = append(checks, jen.If(jen.List(jen.Id("_"), jen.Id("ok")).Op(":=").Id("o").Index(jen.Lit(n)), jen.Op("!").Id("ok")).Block(jen.Return(jen.False())))
 		}
 	}
-	props := s.get("properties")
-	addl := s.get("additionalProperties")
-	names := s.get("propertyNames")
-	if props != nil || addl != nil || names != nil {
-		handled["properties"], handled["additionalProperties"], handled["propertyNames"] = true, true, true
-		var loop []jen.Code
-		if names != nil {
-			fn, err := g.fn(names)
-			if err != nil {
-				return nil, false, err
-			}
-			loop = append(loop, jen.If(jen.Op("!").Id(fn).Call(jen.Id("k"))).Block(jen.Return(jen.False())))
-		}
-		var cases []jen.Code
-		if props != nil {
-			if props.kind != 'o' {
-				return nil, false, nil
-			}
-			for _, k := range props.keys {
-				fn, err := g.fn(props.vals[k])
-				if err != nil {
-					return nil, false, err
-				}
-				cases = append(cases, jen.Case(jen.Lit(k)).Block(
-					jen.If(jen.Op("!").Id(fn).Call(jen.Id("x"))).Block(jen.Return(jen.False())),
-				))
-			}
-		}
-		switch {
-		case addl == nil || addl.kind == 'b' && addl.b:
-			// Any other property.
-		case addl.kind == 'b' && !addl.b:
-			cases = append(cases, jen.Default().Block(jen.Return(jen.False())))
-		default:
-			fn, err := g.fn(addl)
-			if err != nil {
-				return nil, false, err
-			}
-			cases = append(cases, jen.Default().Block(
-				jen.If(jen.Op("!").Id(fn).Call(jen.Id("x"))).Block(jen.Return(jen.False())),
-			))
-		}
-		if len(cases) > 0 {
-			loop = append(loop, jen.Switch(jen.Id("k")).Block(cases...))
-		}
-		if len(loop) > 0 {
-			xName := "x"
-			if len(cases) == 0 {
-				xName = "_"
-			}
-			checks = append(checks, jen.For(jen.List(jen.Id("k"), jen.Id(xName)).Op(":=").Range().Id("o")).Block(loop...))
-		}
+	loop, ok, err := g.propertyLoop(s, handled)
+	if err != nil || !ok {
+		return nil, false, err
 	}
+	checks = append(checks, loop...)
 	if len(checks) == 0 {
 		return nil, true, nil
 	}
 	return []jen.Code{jen.If(jen.List(jen.Id("o"), jen.Id("ok")).Op(":=").Id("v").Assert(jen.Map(jen.String()).Any()), jen.Id("ok")).Block(checks...)}, true, nil
+}
+
+// propertyLoop compiles properties, additionalProperties and propertyNames
+// into one loop over the object o: the name of each property checked by
+// propertyNames' function, its value by the function of its property or
+// else of additionalProperties.
+func (g *fastGen) propertyLoop(s *node, handled map[string]bool) ([]jen.Code, bool, error) {
+	props := s.get("properties")
+	addl := s.get("additionalProperties")
+	names := s.get("propertyNames")
+	if props == nil && addl == nil && names == nil {
+		return nil, true, nil
+	}
+	handled["properties"], handled["additionalProperties"], handled["propertyNames"] = true, true, true
+	var loop []jen.Code
+	if names != nil {
+		fn, err := g.fn(names)
+		if err != nil {
+			return nil, false, err
+		}
+		loop = append(loop, falseUnless(jen.Id(fn).Call(jen.Id("k"))))
+	}
+	cases, ok, err := g.propertyCases(props, addl)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	if len(cases) > 0 {
+		loop = append(loop, jen.Switch(jen.Id("k")).Block(cases...))
+	}
+	if len(loop) == 0 {
+		return nil, true, nil
+	}
+	xName := "x"
+	if len(cases) == 0 {
+		xName = "_"
+	}
+	return []jen.Code{jen.For(jen.List(jen.Id("k"), jen.Id(xName)).Op(":=").Range().Id("o")).Block(loop...)}, true, nil
+}
+
+// propertyCases compiles the cases of the switch on a property's name k:
+// one per property of props, and a default for additionalProperties unless
+// it allows any value.
+func (g *fastGen) propertyCases(props, addl *node) ([]jen.Code, bool, error) {
+	var cases []jen.Code
+	if props != nil {
+		if props.kind != 'o' {
+			return nil, false, nil
+		}
+		for _, k := range props.keys {
+			fn, err := g.fn(props.vals[k])
+			if err != nil {
+				return nil, false, err
+			}
+			cases = append(cases, jen.Case(jen.Lit(k)).Block(falseUnless(jen.Id(fn).Call(jen.Id("x")))))
+		}
+	}
+	switch {
+	case addl == nil || addl.kind == 'b' && addl.b:
+		// Any other property.
+	case addl.kind == 'b' && !addl.b:
+		cases = append(cases, jen.Default().Block(jen.Return(jen.False())))
+	default:
+		fn, err := g.fn(addl)
+		if err != nil {
+			return nil, false, err
+		}
+		cases = append(cases, jen.Default().Block(falseUnless(jen.Id(fn).Call(jen.Id("x")))))
+	}
+	return cases, true, nil
 }
 
 // logicKeywords compiles allOf, if/then/else and not. The condition of an

@@ -140,9 +140,28 @@ func TestDeterministic(t *testing.T) {
 			t.Fatalf("two runs differ:\n%s", diff)
 		}
 	}
+	// Every file names its source under the generated-code line: the files
+	// of gen/jobv1 and gen/typescript the job schema, those of gen/codes and
+	// docs/codes.md codes.yaml, any other file one of the two.
 	for p, b := range a {
-		if strings.HasSuffix(p, ".go") && !bytes.HasPrefix(b, []byte("// "+header+"\n\n")) {
-			t.Errorf("%s does not begin with the generated-code header", p)
+		srcs := []string{"job.v1.json", codesName}
+		switch {
+		case strings.HasPrefix(p, "gen/jobv1/"), strings.HasPrefix(p, "gen/typescript/"):
+			srcs = srcs[:1]
+		case strings.HasPrefix(p, "gen/codes/"), p == "docs/codes.md":
+			srcs = srcs[1:]
+		}
+		ok := false
+		for _, src := range srcs {
+			start := "// " + header + "\n// Source: schema/" + src + "\n\n"
+			if strings.HasSuffix(p, ".md") {
+				start = "<!-- " + header + " -->\n<!-- Source: schema/" + src + " -->\n\n"
+				b = bytes.TrimPrefix(b, []byte("# Codes\n\n"))
+			}
+			ok = ok || bytes.HasPrefix(b, []byte(start))
+		}
+		if !ok {
+			t.Errorf("%s does not begin with the generated-code header naming its source (schema/%s)", p, strings.Join(srcs, " or schema/"))
 		}
 	}
 }

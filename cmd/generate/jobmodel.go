@@ -99,6 +99,9 @@ func readJobSchema(file string, raw []byte) (*jobModel, error) {
 	return m, nil
 }
 
+// read reads the model from the schema: its $id, the two shapes of a job
+// and their types, the version, the x-reserved rules and the forbidden
+// property pairs.
 func (m *jobModel) read() error {
 	r := m.root
 	if r.kind != 'o' {
@@ -108,18 +111,36 @@ func (m *jobModel) read() error {
 	if m.id == "" {
 		return fmt.Errorf("the schema has no $id")
 	}
+	clearSchema, err := m.readShapes(r)
+	if err != nil {
+		return err
+	}
+	props := clearSchema.get("properties")
+	if err := m.readVersion(props); err != nil {
+		return err
+	}
+	if err := m.readReserved(props); err != nil {
+		return err
+	}
+	return m.findForbidden(r)
+}
+
+// readShapes reads the two shapes of a job, {"if": {"required": [disc]},
+// "then": sealed, "else": clear}, and makes their types. It returns the
+// clear shape's schema.
+func (m *jobModel) readShapes(r *node) (*node, error) {
 	// The two shapes: {"if": {"required": [disc]}, "then": sealed, "else": clear}.
 	ifs, then, els := r.get("if"), r.get("then"), r.get("else")
 	if ifs == nil || then == nil || els == nil {
-		return fmt.Errorf("the root needs if/then/else telling the sealed shape (then) from the clear one (else)")
+		return nil, fmt.Errorf("the root needs if/then/else telling the sealed shape (then) from the clear one (else)")
 	}
 	req := ifs.get("required")
 	if req == nil {
-		return fmt.Errorf("#/if: needs required with the one property of the sealed shape")
+		return nil, fmt.Errorf("#/if: needs required with the one property of the sealed shape")
 	}
 	names, err := req.strings()
 	if err != nil || len(names) != 1 {
-		return fmt.Errorf("#/if/required: want exactly one property name")
+		return nil, fmt.Errorf("#/if/required: want exactly one property name")
 	}
 	m.discriminator = names[0]
 
@@ -127,26 +148,30 @@ func (m *jobModel) read() error {
 	for i, s := range []*node{els, then} {
 		t, err := m.resolve(s)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		title, _ := t.getStr("title")
 		typ, _ := t.getStr("type")
 		if title == "" || typ != "object" {
-			return fmt.Errorf("%s: a shape must be an object with a title", displayPtr(t.ptr))
+			return nil, fmt.Errorf("%s: a shape must be an object with a title", displayPtr(t.ptr))
 		}
 		if shapes[i], err = m.named(title, t); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	m.clear, m.sealed = shapes[0], shapes[1]
 	sealedSchema, _ := m.resolve(then)
 	if sealedSchema.get("properties").get(m.discriminator) == nil {
-		return fmt.Errorf("the sealed shape has no property %q", m.discriminator)
+		return nil, fmt.Errorf("the sealed shape has no property %q", m.discriminator)
 	}
 
 	clearSchema, _ := m.resolve(els)
-	props := clearSchema.get("properties")
-	// Version: the const integer of the clear shape's property v.
+	return clearSchema, nil
+}
+
+// readVersion reads the version: the const integer of the clear shape's
+// property v.
+func (m *jobModel) readVersion(props *node) error {
 	v := props.get("v")
 	if v == nil {
 		return fmt.Errorf("the clear shape has no property v")
@@ -161,8 +186,12 @@ func (m *jobModel) read() error {
 	}
 	m.version = int(n)
 	m.versionDoc, _ = m.kwStr(v, "description")
+	return nil
+}
 
-	// x-reserved<Things> on the clear shape's properties.
+// readReserved reads the x-reserved<Things> annotations on the clear
+// shape's properties: the names a property's object may not have.
+func (m *jobModel) readReserved(props *node) error {
 	for _, pname := range props.keys {
 		p := props.vals[pname]
 		for _, k := range p.keys {
@@ -181,7 +210,7 @@ func (m *jobModel) read() error {
 			m.reserved = append(m.reserved, rr)
 		}
 	}
-	return m.findForbidden(r)
+	return nil
 }
 
 // findForbidden collects every {"not": {"required": [...]}} in the schema.
@@ -310,363 +339,119 @@ func (m *jobModel) named(title string, s *node) (*typeDef, error) {
 	t := &typeDef{name: name, doc: docFor(name, desc)}
 	m.byNode[s], m.byName[name] = t, t
 	m.types = append(m.types, t)
-
 	if e := s.get("enum"); e != nil {
-		if typ, _ := s.getStr("type"); typ != "string" {
-			return nil, fmt.Errorf("%s: an enum with a title must be of type string", displayPtr(s.ptr))
-		}
-		values, err := e.strings()
-		if err != nil {
-			return nil, err
-		}
-		t.enum, t.values, t.valueDocs = true, values, map[string]string{}
-		seen := map[string]string{}
-		for _, v := range values {
-			cn, err := goName(name + "_" + v)
-			if err != nil {
-				return nil, fmt.Errorf("%s: enum value %q: %w", displayPtr(s.ptr), v, err)
-			}
-			if prev, dup := seen[cn]; dup {
-				return nil, fmt.Errorf("%s: enum values %q and %q both make %s", displayPtr(s.ptr), prev, v, cn)
-			}
-			seen[cn] = v
-			if d, ok := s.get("x-enum-doc").getStr(v); ok {
-				t.valueDocs[v] = d
-			}
-		}
-		return t, nil
+		err = m.enumDef(t, s, e)
+	} else {
+		err = m.structDef(t, s)
 	}
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
 
+// enumDef fills in the enum t from the schema s and its enum e: its values,
+// each of which must make a constant name of its own, and their docs
+// (x-enum-doc).
+func (m *jobModel) enumDef(t *typeDef, s, e *node) error {
+	if typ, _ := s.getStr("type"); typ != "string" {
+		return fmt.Errorf("%s: an enum with a title must be of type string", displayPtr(s.ptr))
+	}
+	values, err := e.strings()
+	if err != nil {
+		return err
+	}
+	t.enum, t.values, t.valueDocs = true, values, map[string]string{}
+	seen := map[string]string{}
+	for _, v := range values {
+		cn, err := goName(t.name + "_" + v)
+		if err != nil {
+			return fmt.Errorf("%s: enum value %q: %w", displayPtr(s.ptr), v, err)
+		}
+		if prev, dup := seen[cn]; dup {
+			return fmt.Errorf("%s: enum values %q and %q both make %s", displayPtr(s.ptr), prev, v, cn)
+		}
+		seen[cn] = v
+		if d, ok := s.get("x-enum-doc").getStr(v); ok {
+			t.valueDocs[v] = d
+		}
+	}
+	return nil
+}
+
+// structDef fills in the struct t from the object schema s: a field per
+// property, in the schema's order, each of which must make a field name of
+// its own.
+func (m *jobModel) structDef(t *typeDef, s *node) error {
 	props := s.get("properties")
 	if props == nil || props.kind != 'o' {
-		return nil, fmt.Errorf("%s: an object with a title needs properties", displayPtr(s.ptr))
+		return fmt.Errorf("%s: an object with a title needs properties", displayPtr(s.ptr))
 	}
-	required := map[string]bool{}
-	if r := s.get("required"); r != nil {
-		names, err := r.strings()
-		if err != nil {
-			return nil, err
-		}
-		for _, n := range names {
-			if props.get(n) == nil {
-				return nil, fmt.Errorf("%s: required %q is not a property", displayPtr(s.ptr), n)
-			}
-			required[n] = true
-		}
+	required, err := requiredOf(s, props)
+	if err != nil {
+		return err
 	}
 	seen := map[string]string{}
 	for _, pname := range props.keys {
 		p := props.vals[pname]
 		fname, err := goName(pname)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", displayPtr(p.ptr), err)
+			return fmt.Errorf("%s: %w", displayPtr(p.ptr), err)
 		}
 		if prev, dup := seen[fname]; dup {
-			return nil, fmt.Errorf("%s: properties %q and %q both make the field %s", displayPtr(s.ptr), prev, pname, fname)
+			return fmt.Errorf("%s: properties %q and %q both make the field %s", displayPtr(s.ptr), prev, pname, fname)
 		}
 		seen[fname] = pname
-		typ, err := m.goType(p, true)
+		fd, err := m.field(fname, pname, p)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		conv, err := m.goConv(p, true)
-		if err != nil {
-			return nil, err
-		}
-		ts, err := m.tsType(p)
-		if err != nil {
-			return nil, err
-		}
-		enc, empty, err := m.goEnc(p, true)
-		if err != nil {
-			return nil, err
-		}
-		desc, _ := m.kwStr(p, "description")
-		t.fields = append(t.fields, fieldDef{name: fname, json: pname, typ: typ, conv: conv, enc: enc, empty: empty, ts: ts, tsDoc: desc, required: required[pname], doc: docFor(fname, desc)})
+		fd.required = required[pname]
+		t.fields = append(t.fields, fd)
 	}
-	return t, nil
+	return nil
 }
 
-// goType maps a schema to a Go type. A field's struct or time is a pointer,
-// so that omitempty leaves it out; in a slice or a map it is a value.
-func (m *jobModel) goType(s *node, field bool) (func() *jen.Statement, error) {
-	ptr := func(f func() *jen.Statement) func() *jen.Statement {
-		if !field {
-			return f
-		}
-		return func() *jen.Statement { return jen.Op("*").Add(f()) }
+// requiredOf returns the required properties of the object schema s, each
+// of which must be one of props.
+func requiredOf(s, props *node) (map[string]bool, error) {
+	required := map[string]bool{}
+	r := s.get("required")
+	if r == nil {
+		return required, nil
 	}
-	if _, err := m.resolve(s); err != nil {
+	names, err := r.strings()
+	if err != nil {
 		return nil, err
 	}
-	if c := m.kw(s, "const"); c != nil {
-		switch c.kind {
-		case 'n':
-			if _, err := c.num.Int64(); err == nil {
-				return jen.Int, nil
-			}
-			return jen.Float64, nil
-		case 's':
-			return jen.String, nil
-		case 'b':
-			return jen.Bool, nil
+	for _, n := range names {
+		if props.get(n) == nil {
+			return nil, fmt.Errorf("%s: required %q is not a property", displayPtr(s.ptr), n)
 		}
-		return jen.Any, nil
+		required[n] = true
 	}
-	typ, _ := m.kwStr(s, "type")
-	if title, ok := m.kwStr(s, "title"); ok && (typ == "object" || m.kw(s, "enum") != nil) {
-		t, err := m.named(title, m.owner(s, "title"))
-		if err != nil {
-			return nil, err
-		}
-		id := func() *jen.Statement { return jen.Id(t.name) }
-		if t.enum {
-			return id, nil
-		}
-		return ptr(id), nil
-	}
-	switch typ {
-	case "string":
-		if ce, _ := m.kwStr(s, "contentEncoding"); ce == "base64" {
-			return func() *jen.Statement { return jen.Index().Byte() }, nil
-		}
-		if f, _ := m.kwStr(s, "format"); f == "date-time" {
-			return ptr(func() *jen.Statement { return jen.Qual("time", "Time") }), nil
-		}
-		return jen.String, nil
-	case "integer":
-		return jen.Int, nil
-	case "number":
-		return jen.Float64, nil
-	case "boolean":
-		return jen.Bool, nil
-	case "array":
-		items := m.kw(s, "items")
-		if items == nil || items.kind != 'o' {
-			return func() *jen.Statement { return jen.Index().Any() }, nil
-		}
-		elem, err := m.goType(items, false)
-		if err != nil {
-			return nil, err
-		}
-		return func() *jen.Statement { return jen.Index().Add(elem()) }, nil
-	case "object":
-		if m.kw(s, "properties") != nil {
-			return nil, fmt.Errorf("%s: an object with properties needs a title (its Go type name)", displayPtr(s.ptr))
-		}
-		if ap := m.kw(s, "additionalProperties"); ap != nil && ap.kind == 'o' {
-			if _, typed := m.kwStr(ap, "type"); typed || ap.get("$ref") != nil {
-				elem, err := m.goType(ap, false)
-				if err != nil {
-					return nil, err
-				}
-				return func() *jen.Statement { return jen.Map(jen.String()).Add(elem()) }, nil
-			}
-		}
-		return func() *jen.Statement { return jen.Map(jen.String()).Any() }, nil
-	}
-	if e := m.kw(s, "enum"); e != nil {
-		if _, err := e.strings(); err == nil {
-			return jen.String, nil
-		}
-	}
-	return jen.Any, nil
+	return required, nil
 }
 
-// goConv is goType's twin: the conversion of a decoded JSON value into the
-// Go type goType gives the schema s, for DecodeValue.
-func (m *jobModel) goConv(s *node, field bool) (convFunc, error) {
-	call := func(method string) convFunc {
-		return func(d, v jen.Code) jen.Code { return jen.Add(d).Dot(method).Call(v) }
+// field maps the property pname, of schema p, to the Go field fname: its Go
+// type, its decoding and encoding, and its TypeScript type.
+func (m *jobModel) field(fname, pname string, p *node) (fieldDef, error) {
+	typ, err := m.goType(p, true)
+	if err != nil {
+		return fieldDef{}, err
 	}
-	if _, err := m.resolve(s); err != nil {
-		return nil, err
+	conv, err := m.goConv(p, true)
+	if err != nil {
+		return fieldDef{}, err
 	}
-	if c := m.kw(s, "const"); c != nil {
-		switch c.kind {
-		case 'n':
-			if _, err := c.num.Int64(); err == nil {
-				return call("Int"), nil
-			}
-			return call("Float"), nil
-		case 's':
-			return call("String"), nil
-		case 'b':
-			return call("Bool"), nil
-		}
-		return func(d, v jen.Code) jen.Code { return v }, nil
+	ts, err := m.tsType(p)
+	if err != nil {
+		return fieldDef{}, err
 	}
-	typ, _ := m.kwStr(s, "type")
-	if title, ok := m.kwStr(s, "title"); ok && (typ == "object" || m.kw(s, "enum") != nil) {
-		t, err := m.named(title, m.owner(s, "title"))
-		if err != nil {
-			return nil, err
-		}
-		if t.enum {
-			return func(d, v jen.Code) jen.Code { return jen.Id(t.name).Call(jen.Add(d).Dot("String").Call(v)) }, nil
-		}
-		return func(d, v jen.Code) jen.Code {
-			e := jen.Id("decode"+t.name).Call(d, jen.Add(d).Dot("Object").Call(v))
-			if field {
-				return e
-			}
-			return jen.Op("*").Add(e)
-		}, nil
+	enc, empty, err := m.goEnc(p, true)
+	if err != nil {
+		return fieldDef{}, err
 	}
-	switch typ {
-	case "string":
-		if ce, _ := m.kwStr(s, "contentEncoding"); ce == "base64" {
-			return call("Bytes"), nil
-		}
-		if f, _ := m.kwStr(s, "format"); f == "date-time" {
-			if field {
-				return call("Time"), nil
-			}
-			return func(d, v jen.Code) jen.Code { return jen.Op("*").Add(d).Dot("Time").Call(v) }, nil
-		}
-		return call("String"), nil
-	case "integer":
-		return call("Int"), nil
-	case "number":
-		return call("Float"), nil
-	case "boolean":
-		return call("Bool"), nil
-	case "array":
-		items := m.kw(s, "items")
-		if items == nil || items.kind != 'o' {
-			return call("Array"), nil
-		}
-		if it, _ := m.kwStr(items, "type"); it == "string" && m.kw(items, "format") == nil && m.kw(items, "contentEncoding") == nil {
-			return call("Strings"), nil
-		}
-		elemType, err := m.goType(items, false)
-		if err != nil {
-			return nil, err
-		}
-		elem, err := m.goConv(items, false)
-		if err != nil {
-			return nil, err
-		}
-		return func(d, v jen.Code) jen.Code {
-			return jen.Func().Params().Index().Add(elemType()).Block(
-				jen.Id("a").Op(":=").Add(d).Dot("Array").Call(v),
-				jen.If(jen.Id("a").Op("==").Nil()).Block(jen.Return(jen.Nil())),
-				jen.Id("out").Op(":=").Make(jen.Index().Add(elemType()), jen.Len(jen.Id("a"))),
-				jen.For(jen.List(jen.Id("i"), jen.Id("x")).Op(":=").Range().Id("a")).Block(
-					jen.Id("out").Index(jen.Id("i")).Op("=").Add(elem(d, jen.Id("x"))),
-				),
-				jen.Return(jen.Id("out")),
-			).Call()
-		}, nil
-	case "object":
-		if ap := m.kw(s, "additionalProperties"); ap != nil && ap.kind == 'o' {
-			if at, _ := m.kwStr(ap, "type"); at == "string" && m.kw(ap, "format") == nil && m.kw(ap, "contentEncoding") == nil {
-				return call("StringMap"), nil
-			}
-			if _, typed := m.kwStr(ap, "type"); typed || ap.get("$ref") != nil {
-				return nil, fmt.Errorf("%s: DecodeValue knows maps of strings only", displayPtr(s.ptr))
-			}
-		}
-		return call("Object"), nil
-	}
-	return func(d, v jen.Code) jen.Code { return v }, nil
-}
-
-// goEnc is goConv's inverse: the conversion of a field's Go value into a
-// JSON value, and the test of the value omitempty leaves out, for
-// EncodeValue.
-func (m *jobModel) goEnc(s *node, field bool) (encFunc, func(v jen.Code) jen.Code, error) {
-	call := func(method string) encFunc {
-		return func(e, v jen.Code) jen.Code { return jen.Add(e).Dot(method).Call(v) }
-	}
-	isZero := func(zero jen.Code) func(v jen.Code) jen.Code {
-		return func(v jen.Code) jen.Code { return jen.Add(v).Op("==").Add(zero) }
-	}
-	isEmpty := func(v jen.Code) jen.Code { return jen.Len(v).Op("==").Lit(0) }
-	isNil := isZero(jen.Nil())
-	if _, err := m.resolve(s); err != nil {
-		return nil, nil, err
-	}
-	if c := m.kw(s, "const"); c != nil {
-		switch c.kind {
-		case 'n':
-			if _, err := c.num.Int64(); err == nil {
-				return call("Int"), isZero(jen.Lit(0)), nil
-			}
-			return call("Float"), isZero(jen.Lit(0.0)), nil
-		case 's':
-			return func(e, v jen.Code) jen.Code { return v }, isZero(jen.Lit("")), nil
-		case 'b':
-			return call("Bool"), isZero(jen.False()), nil
-		}
-		return nil, nil, fmt.Errorf("%s: EncodeValue knows const numbers, strings and booleans only", displayPtr(s.ptr))
-	}
-	typ, _ := m.kwStr(s, "type")
-	if title, ok := m.kwStr(s, "title"); ok && (typ == "object" || m.kw(s, "enum") != nil) {
-		t, err := m.named(title, m.owner(s, "title"))
-		if err != nil {
-			return nil, nil, err
-		}
-		if t.enum {
-			return func(e, v jen.Code) jen.Code { return jen.String().Call(v) }, isZero(jen.Lit("")), nil
-		}
-		if field {
-			return func(e, v jen.Code) jen.Code { return jen.Id("encode"+t.name).Call(e, v) }, isNil, nil
-		}
-		return func(e, v jen.Code) jen.Code { return jen.Id("encode"+t.name).Call(e, jen.Op("&").Add(v)) }, nil, nil
-	}
-	switch typ {
-	case "string":
-		if ce, _ := m.kwStr(s, "contentEncoding"); ce == "base64" {
-			return call("Bytes"), isEmpty, nil
-		}
-		if f, _ := m.kwStr(s, "format"); f == "date-time" {
-			if field {
-				return func(e, v jen.Code) jen.Code { return jen.Add(e).Dot("Time").Call(jen.Op("*").Add(v)) }, isNil, nil
-			}
-			return call("Time"), nil, nil
-		}
-		return func(e, v jen.Code) jen.Code { return v }, isZero(jen.Lit("")), nil
-	case "integer":
-		return call("Int"), isZero(jen.Lit(0)), nil
-	case "number":
-		return call("Float"), isZero(jen.Lit(0.0)), nil
-	case "boolean":
-		return call("Bool"), isZero(jen.False()), nil
-	case "array":
-		items := m.kw(s, "items")
-		if items != nil && items.kind == 'o' {
-			if it, _ := m.kwStr(items, "type"); it == "string" && m.kw(items, "format") == nil && m.kw(items, "contentEncoding") == nil {
-				return call("Strings"), isEmpty, nil
-			}
-		}
-		if items == nil || items.kind != 'o' {
-			return nil, nil, fmt.Errorf("%s: EncodeValue needs typed items", displayPtr(s.ptr))
-		}
-		elem, _, err := m.goEnc(items, false)
-		if err != nil {
-			return nil, nil, err
-		}
-		return func(e, v jen.Code) jen.Code {
-			return jen.Func().Params().Index().Any().Block(
-				jen.Id("out").Op(":=").Make(jen.Index().Any(), jen.Len(v)),
-				jen.For(jen.Id("i").Op(":=").Range().Add(v)).Block(
-					jen.Id("out").Index(jen.Id("i")).Op("=").Add(elem(e, jen.Add(v).Index(jen.Id("i")))),
-				),
-				jen.Return(jen.Id("out")),
-			).Call()
-		}, isEmpty, nil
-	case "object":
-		if ap := m.kw(s, "additionalProperties"); ap != nil && ap.kind == 'o' {
-			if at, _ := m.kwStr(ap, "type"); at == "string" && m.kw(ap, "format") == nil && m.kw(ap, "contentEncoding") == nil {
-				return call("StringMap"), isEmpty, nil
-			}
-			if _, typed := m.kwStr(ap, "type"); typed || ap.get("$ref") != nil {
-				return nil, nil, fmt.Errorf("%s: EncodeValue knows maps of strings only", displayPtr(s.ptr))
-			}
-		}
-		return call("Object"), isEmpty, nil
-	}
-	// Any other schema is an any in Go (goType).
-	return call("Any"), isNil, nil
+	desc, _ := m.kwStr(p, "description")
+	return fieldDef{name: fname, json: pname, typ: typ, conv: conv, enc: enc, empty: empty, ts: ts, tsDoc: desc, doc: docFor(fname, desc)}, nil
 }

@@ -2,7 +2,8 @@
 // source of truth for: gen/jobv1 (the job types, Validate, Decode) from
 // schema/job.v1.json, gen/codes and docs/codes.md from schema/codes.yaml.
 //
-// Run it from the repository root, by hand or through go generate:
+// Run it from the repository root, by hand or through go generate ./...
+// (whose directive is in generate.go):
 //
 //	go run ./cmd/generate [-schema schema] [-out .]
 //
@@ -23,6 +24,10 @@ import (
 // genDirs are the directories the generator owns: a *.gen.go file in them
 // that it no longer writes is removed.
 var genDirs = []string{"gen/jobv1", "gen/codes"}
+
+// codesName is the file of the schema directory gen/codes and docs/codes.md
+// are generated from.
+const codesName = "codes.yaml"
 
 func main() {
 	schemaDir := flag.String("schema", "schema", "the directory of job.v1.json and codes.yaml")
@@ -67,7 +72,7 @@ func Generate(schema fs.FS) (map[string][]byte, error) {
 		return nil, fmt.Errorf("%s makes package %s; the generator owns gen/jobv1 only", jobFile, m.pkg)
 	}
 
-	data, err := fs.ReadFile(schema, "codes.yaml")
+	data, err := fs.ReadFile(schema, codesName)
 	if err != nil {
 		return nil, err
 	}

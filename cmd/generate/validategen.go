@@ -24,11 +24,25 @@ func ifErr(call jen.Code, body ...jen.Code) *jen.Statement {
 	return jen.If(err_().Op(":=").Add(call), err_().Op("!=").Nil()).Block(body...)
 }
 
+// validateFile is validate.gen.go: the error types, Validate and
+// ValidateValue, the compiled schema, the mailbox format, the flattening of
+// the library's errors, the reserved rules and their helpers.
 func (m *jobModel) validateFile() *jen.File {
-	f := newFile(m.pkg)
-	pfx := m.pkg + ": "
+	f := m.newFile()
+	m.errorDecls(f)
+	m.validateDecls(f)
+	compiledDecl(f)
+	m.propertyNamesDecls(f)
+	mailboxDecls(f)
+	flattenDecls(f)
+	m.ruleDecls(f)
+	m.helperDecls(f)
+	return f
+}
 
-	// FieldError.
+// errorDecls declares FieldError and ValidationError.
+func (m *jobModel) errorDecls(f *jen.File) {
+	pfx := m.pkg + ": "
 	f.Comment(comment("FieldError is one bad value of a job."))
 	f.Type().Id("FieldError").Struct(
 		jen.Comment(comment(`Pointer is the RFC 6901 JSON pointer of the bad value, "" for the whole job: /context/user/createdAt, /to/0. For a missing property it is where the property belongs.`)),
@@ -68,8 +82,11 @@ func (m *jobModel) validateFile() *jen.File {
 		),
 		ret(id("msg")),
 	)
+}
 
-	// Validate.
+// validateDecls declares Validate and ValidateValue.
+func (m *jobModel) validateDecls(f *jen.File) {
+	pfx := m.pkg + ": "
 	jsonErr := func(msg string) jen.Code {
 		return ret(jen.Op("&").Id("ValidationError").Values(jen.Dict{
 			id("Errors"): jen.Index().Id("FieldError").Values(jen.Values(jen.Dict{id("Rule"): lit("json"), id("Message"): lit(msg)})),
@@ -114,8 +131,10 @@ func (m *jobModel) validateFile() *jen.File {
 		)),
 		ret(jen.Op("&").Id("ValidationError").Values(jen.Dict{id("Errors"): q("slices", "Compact").Call(id("errs"))})),
 	)
+}
 
-	// compiled.
+// compiledDecl declares compiled, the schema compiled once.
+func compiledDecl(f *jen.File) {
 	f.Line()
 	f.Comment(comment("compiled compiles the embedded schema once, with formats asserted (and the mailbox format) and contentEncoding checked."))
 	f.Var().Id("compiled").Op("=").Qual("sync", "OnceValues").Call(jen.Func().Params().Params(jen.Op("*").Qual(jsonschemaPkg, "Schema"), jen.Error()).Block(
@@ -131,10 +150,11 @@ func (m *jobModel) validateFile() *jen.File {
 		id("movePropertyNames").Call(id("sch"), jen.Map(jen.Op("*").Qual(jsonschemaPkg, "Schema")).Bool().Values()),
 		ret(id("sch"), jen.Nil()),
 	))
+}
 
-	m.propertyNamesDecls(f)
-
-	// validateMailbox.
+// mailboxDecls declares the format mailbox (validateMailbox) and the SMTP
+// path rule it applies (smtpPath, dotAtom).
+func mailboxDecls(f *jen.File) {
 	f.Line()
 	f.Comment(comment("validateMailbox is the format mailbox: one RFC 5322 mailbox that net/mail parses whole, without CR or LF, whose address an SMTP path carries unquoted (smtpPath): a quoted local part such as \"a> SIZE=1\"@example.com, which would smuggle ESMTP parameters into MAIL FROM or RCPT TO, is refused. Its errors do not quote the value."))
 	f.Func().Id("validateMailbox").Params(id("v").Any()).Error().Block(
@@ -194,11 +214,6 @@ func (m *jobModel) validateFile() *jen.File {
 		),
 		ret(jen.True()),
 	)
-
-	m.flattenDecls(f)
-	m.ruleDecls(f)
-	m.helperDecls(f)
-	return f
 }
 
 func (m *jobModel) reservedRuleNames() string {
@@ -212,7 +227,16 @@ func (m *jobModel) reservedRuleNames() string {
 	return strings.Join(names, ", ")
 }
 
-func (m *jobModel) flattenDecls(f *jen.File) {
+// flattenDecls declares flatten, which turns the library's error tree into
+// FieldErrors, and describe with the helpers of its messages.
+func flattenDecls(f *jen.File) {
+	flattenDecl(f)
+	describeDecl(f)
+	messageDecls(f)
+}
+
+// flattenDecl declares flatten.
+func flattenDecl(f *jen.File) {
 	appendErr := func(loc jen.Code, rule, msg jen.Code) jen.Code {
 		return id("errs").Op("=").Append(id("errs"), id("fieldError").Call(id("root"), loc, rule, msg))
 	}
@@ -260,8 +284,10 @@ func (m *jobModel) flattenDecls(f *jen.File) {
 		jen.List(id("rule"), id("msg")).Op(":=").Id("describe").Call(id("e").Dot("ErrorKind")),
 		ret(jen.Append(id("errs"), id("fieldError").Call(id("root"), id("loc"), id("rule"), id("msg")))),
 	)
+}
 
-	// describe.
+// describeDecl declares describe: a case per kind of the library's errors.
+func describeDecl(f *jen.File) {
 	type c struct {
 		kind string
 		msg  jen.Code
@@ -308,7 +334,10 @@ func (m *jobModel) flattenDecls(f *jen.File) {
 		}),
 		ret(id("rule"), id("msg")),
 	)
+}
 
+// messageDecls declares formatMessage, jsonText and jsonList.
+func messageDecls(f *jen.File) {
 	f.Line()
 	f.Comment(comment("formatMessage says what a value of a format is not."))
 	f.Func().Id("formatMessage").Params(id("format").String()).String().Block(

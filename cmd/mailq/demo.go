@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -45,7 +46,7 @@ func demo(ctx context.Context, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("starting the SMTP server: %w", err)
 	}
-	defer srv.Close()
+	defer func() { _ = srv.Close() }() // the demo's own server; its end is the demo's end
 
 	mq, err := memory.New(memory.Options{Logger: logger})
 	if err != nil {
@@ -78,54 +79,9 @@ func demo(ctx context.Context, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	// The producer: the spec's example job; a content job rendered already,
-	// with an inline image referenced by its Content-ID and the terms
-	// attached by reference; and the reset-password template in German.
-	expires := time.Now().Add(15 * time.Minute)
-	reset := &jobv1.Job{
-		Kind:           jobv1.KindTemplate,
-		Template:       "reset-password",
-		Context:        map[string]any{"name": "Ada", "url": "https://app.example.com/reset?token=demo-token", "product": "Hirevel"},
-		Locale:         "en",
-		From:           "Hirevel <no-reply@example.com>",
-		To:             []string{"ada@example.com"},
-		IdempotencyKey: "reset-password:42",
-		Priority:       jobv1.PriorityHigh,
-		ExpiresAt:      &expires,
-	}
-	logo, err := logoPNG()
+	reset, welcome, german, err := demoJobs()
 	if err != nil {
 		return err
-	}
-	welcome := &jobv1.Job{
-		Kind:    jobv1.KindContent,
-		Subject: "Welcome to Hirevel, Grace",
-		Content: &jobv1.Content{
-			HTML: `<p><img src="cid:logo@example.com" alt="Hirevel"></p><p>Welcome aboard, Grace.</p>`,
-			Text: "Welcome aboard, Grace.",
-		},
-		From:           "Hirevel <hello@example.com>",
-		To:             []string{"Grace Hopper <grace@example.com>"},
-		IdempotencyKey: "welcome:7",
-		Attachments: []jobv1.Attachment{
-			{
-				Filename: "logo.png", ContentType: "image/png", Content: logo,
-				ContentID: "logo@example.com", Disposition: jobv1.DispositionInline,
-			},
-			// By reference: the job holds the name, the worker reads the bytes.
-			{Filename: "terms.pdf", ContentType: "application/pdf", Ref: "terms.pdf"},
-		},
-	}
-	german := &jobv1.Job{
-		Kind:           jobv1.KindTemplate,
-		Template:       "reset-password",
-		Context:        map[string]any{"name": "Jürgen", "url": "https://app.example.com/reset?token=demo-token-de", "product": "Hirevel"},
-		Locale:         "de",
-		From:           "Hirevel <no-reply@example.com>",
-		To:             []string{"Jürgen Groß <juergen@example.com>"},
-		IdempotencyKey: "reset-password:43",
-		Priority:       jobv1.PriorityHigh,
-		ExpiresAt:      &expires,
 	}
 	var results []mailqueue.Result
 	for _, job := range []*jobv1.Job{reset, welcome, german} {
@@ -191,6 +147,60 @@ func demo(ctx context.Context, stdout, stderr io.Writer) error {
 		return fmt.Errorf("expected %d messages accepted and arrived", len(results))
 	}
 	return nil
+}
+
+// demoJobs returns the demo's jobs: the spec's example job (reset-password,
+// priority high, expiring in 15 minutes); a content job rendered already,
+// with an inline image referenced by its Content-ID and the terms attached
+// by reference; and the reset-password template in German.
+func demoJobs() (reset, welcome, german *jobv1.Job, err error) {
+	expires := time.Now().Add(15 * time.Minute)
+	reset = &jobv1.Job{
+		Kind:           jobv1.KindTemplate,
+		Template:       "reset-password",
+		Context:        map[string]any{"name": "Ada", "url": "https://app.example.com/reset?token=demo-token", "product": "Hirevel"},
+		Locale:         "en",
+		From:           "Hirevel <no-reply@example.com>",
+		To:             []string{"ada@example.com"},
+		IdempotencyKey: "reset-password:42",
+		Priority:       jobv1.PriorityHigh,
+		ExpiresAt:      &expires,
+	}
+	logo, err := logoPNG()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	welcome = &jobv1.Job{
+		Kind:    jobv1.KindContent,
+		Subject: "Welcome to Hirevel, Grace",
+		Content: &jobv1.Content{
+			HTML: `<p><img src="cid:logo@example.com" alt="Hirevel"></p><p>Welcome aboard, Grace.</p>`,
+			Text: "Welcome aboard, Grace.",
+		},
+		From:           "Hirevel <hello@example.com>",
+		To:             []string{"Grace Hopper <grace@example.com>"},
+		IdempotencyKey: "welcome:7",
+		Attachments: []jobv1.Attachment{
+			{
+				Filename: "logo.png", ContentType: "image/png", Content: logo,
+				ContentID: "logo@example.com", Disposition: jobv1.DispositionInline,
+			},
+			// By reference: the job holds the name, the worker reads the bytes.
+			{Filename: "terms.pdf", ContentType: "application/pdf", Ref: "terms.pdf"},
+		},
+	}
+	german = &jobv1.Job{
+		Kind:           jobv1.KindTemplate,
+		Template:       "reset-password",
+		Context:        map[string]any{"name": "Jürgen", "url": "https://app.example.com/reset?token=demo-token-de", "product": "Hirevel"},
+		Locale:         "de",
+		From:           "Hirevel <no-reply@example.com>",
+		To:             []string{"Jürgen Groß <juergen@example.com>"},
+		IdempotencyKey: "reset-password:43",
+		Priority:       jobv1.PriorityHigh,
+		ExpiresAt:      &expires,
+	}
+	return reset, welcome, german, nil
 }
 
 // printMessage prints a message's envelope, its headers and its text part.
@@ -263,7 +273,7 @@ func textPart(contentType, disposition string, body io.Reader, files *[]string) 
 	mr := multipart.NewReader(body, params["boundary"])
 	for {
 		p, err := mr.NextPart() // decodes quoted-printable
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

@@ -70,7 +70,7 @@ func readJob(name string, stdin io.Reader) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read only: nothing is lost
 		r = f
 	}
 	data, err := io.ReadAll(io.LimitReader(r, maxReadBytes+1))
@@ -94,5 +94,5 @@ func printCodes(w io.Writer) {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Code, c.Where, state, c.Level, c.What)
 	}
-	tw.Flush()
+	_ = tw.Flush() // to the terminal: nothing to tell if it fails
 }

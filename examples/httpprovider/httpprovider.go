@@ -2,11 +2,16 @@
 // an HTTP API, to copy and adapt: it posts the message as JSON and gives the
 // provider the message's IdempotencyKey, which the queue's worker sets to the
 // job's id, in an Idempotency-Key header. A provider that dedupes by that
-// key then sends a job once however many times a worker posts it
-// (docs/spec/queue.md, "Once per key").
+// key then sends a job once however many times a worker posts it: a run
+// again of a job whose run before died posts the same key, and the provider
+// answers it without sending twice (spec: "Once per key").
 //
-// The replies map to receipts as the queue expects (docs/spec/queue.md, "What the
-// queue does with an attempt"):
+// The program in cmd/httpprovider runs it against a fake provider on
+// loopback (go run ./examples/httpprovider/cmd/httpprovider); see README.md.
+//
+// The replies map to receipts so that the worker retries what may succeed
+// later, fails what never will, and never sends twice what may have gone
+// (spec: "What the queue does with an attempt"):
 //
 //	2xx                  Accepted, ProviderID the "id" of the JSON reply
 //	429                  RateLimited, RetryAfter from the Retry-After header

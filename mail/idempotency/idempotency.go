@@ -1,6 +1,8 @@
 // Package idempotency wraps any mail.Transport so that a message goes at
 // most once per idempotency key, across attempts, workers and processes that
-// share a Store (docs/spec/queue.md, "Once per key"; docs/architecture.md).
+// share a Store: a worker that died mid-send leaves the key reserved, and the
+// attempt again is of unknown delivery, not a second send (spec: "Once per
+// key").
 //
 // Before a send, the Transport reserves the message's IdempotencyKey (the
 // queue's worker sets it to the job's id) for at least Options.LeaseDuration
@@ -28,8 +30,10 @@
 // may have sent it, so the key never frees itself early for a second send.
 //
 // The Store must be shared by every worker that may send the same job; a
-// store per process only dedupes within it (docs/spec/queue.md, "Several
-// processes"). NewMemoryStore is the store of one process and of tests.
+// store per process only dedupes within it, and a crash mid-send in one
+// process can then be sent again by another (spec: "Several processes").
+// NewMemoryStore is the store of one process and of tests; the Redis driver
+// has a shared one (drivers/redis).
 package idempotency
 
 import (
@@ -42,7 +46,7 @@ import (
 	"github.com/alexify/mailer/mail"
 )
 
-// The defaults of Options (docs/spec/queue.md, "Defaults": leaseMs of
+// The defaults of Options (spec: "Defaults", leaseMs of
 // IdempotencyTransport).
 const (
 	// DefaultLeaseDuration is how long a reservation holds a key when

@@ -50,9 +50,10 @@ func (t *Transport) OnSend(f SendFunc) {
 
 // Send records a copy of msg and answers, in this order: the next scripted
 // receipt; else the SendFunc; else Accepted, Code 250, ProviderID
-// "memory-N" (N counting from 1). A context already done gives Retryable
+// "memory-N", N the number of the message recorded (counting from 1, as
+// Messages lists them). A context already done gives Retryable
 // with ctx.Err() and records nothing. The error is nil exactly when the
-// receipt is Accepted, and is then an *mail.Error.
+// receipt is Accepted; otherwise it is an *mail.Error.
 func (t *Transport) Send(ctx context.Context, msg *mail.Message) (mail.Receipt, error) {
 	if err := ctx.Err(); err != nil {
 		r := mail.Receipt{Category: mail.Retryable, Reason: "cancelled"}

@@ -1,4 +1,4 @@
-package jobv1
+package jobv1test
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/alexify/mailer/gen/jobv1"
 )
 
 const (
@@ -46,14 +48,14 @@ func edit(t testing.TB, job string, f func(m map[string]any)) string {
 func TestValidateValid(t *testing.T) {
 	for name, job := range map[string]string{"template": validTemplate, "content": validContent, "sealed": validSealed} {
 		t.Run(name, func(t *testing.T) {
-			if err := Validate([]byte(job)); err != nil {
+			if err := jobv1.Validate([]byte(job)); err != nil {
 				t.Fatalf("Validate: %v", err)
 			}
 			var v any
 			if err := json.Unmarshal([]byte(job), &v); err != nil {
 				t.Fatal(err)
 			}
-			if err := ValidateValue(v); err != nil {
+			if err := jobv1.ValidateValue(v); err != nil {
 				t.Fatalf("ValidateValue (float64 numbers): %v", err)
 			}
 		})
@@ -129,8 +131,8 @@ func TestValidateInvalid(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := Validate([]byte(tt.job))
-			var verr *ValidationError
+			err := jobv1.Validate([]byte(tt.job))
+			var verr *jobv1.ValidationError
 			if !errors.As(err, &verr) {
 				t.Fatalf("Validate = %v, want a *ValidationError", err)
 			}
@@ -155,12 +157,12 @@ func TestValidateInvalid(t *testing.T) {
 }
 
 func TestValidationErrorMessage(t *testing.T) {
-	err := Validate([]byte(`{"v":1,"kind":"content","from":"a@example.com","to":["b@example.com"],"extra":1,"more":2}`))
+	err := jobv1.Validate([]byte(`{"v":1,"kind":"content","from":"a@example.com","to":["b@example.com"],"extra":1,"more":2}`))
 	want := "jobv1: invalid job: content: is required (required) (and 3 more)"
 	if err == nil || err.Error() != want {
 		t.Errorf("Error() = %v, want %q", err, want)
 	}
-	err = Validate([]byte(`{"v":2,"kind":"content","subject":"s","content":{"text":"t"},"from":"a@example.com","to":["b@example.com"]}`))
+	err = jobv1.Validate([]byte(`{"v":2,"kind":"content","subject":"s","content":{"text":"t"},"from":"a@example.com","to":["b@example.com"]}`))
 	want = "jobv1: invalid job: v: must be 1 (const)"
 	if err == nil || err.Error() != want {
 		t.Errorf("Error() = %v, want %q", err, want)
@@ -168,70 +170,70 @@ func TestValidationErrorMessage(t *testing.T) {
 }
 
 func TestMessages(t *testing.T) {
-	err := Validate([]byte(edit(t, validContent, func(m map[string]any) { m["to"] = []any{"x@example.com", "nope"} })))
-	var verr *ValidationError
+	err := jobv1.Validate([]byte(edit(t, validContent, func(m map[string]any) { m["to"] = []any{"x@example.com", "nope"} })))
+	var verr *jobv1.ValidationError
 	if !errors.As(err, &verr) {
 		t.Fatal(err)
 	}
-	want := []FieldError{{Pointer: "/to/1", Path: "to[1]", Rule: "format", Message: "is not a valid mailbox (RFC 5322)"}}
+	want := []jobv1.FieldError{{Pointer: "/to/1", Path: "to[1]", Rule: "format", Message: "is not a valid mailbox (RFC 5322)"}}
 	if diff := cmp.Diff(want, verr.Errors); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
 
 func TestSchemaJSON(t *testing.T) {
-	want, err := os.ReadFile("../../schema/job.v1.json")
+	want, err := os.ReadFile("../../../schema/job.v1.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(SchemaJSON(), want) {
+	if !bytes.Equal(jobv1.SchemaJSON(), want) {
 		t.Error("SchemaJSON() differs from schema/job.v1.json")
 	}
-	b := SchemaJSON()
+	b := jobv1.SchemaJSON()
 	b[0] = 'x'
-	if SchemaJSON()[0] == 'x' {
+	if jobv1.SchemaJSON()[0] == 'x' {
 		t.Error("SchemaJSON shares its bytes")
 	}
 }
 
 func TestEnums(t *testing.T) {
-	if diff := cmp.Diff([]Kind{KindTemplate, KindContent}, Kinds()); diff != "" {
+	if diff := cmp.Diff([]jobv1.Kind{jobv1.KindTemplate, jobv1.KindContent}, jobv1.Kinds()); diff != "" {
 		t.Error(diff)
 	}
-	if diff := cmp.Diff([]Priority{PriorityHigh, PriorityNormal, PriorityLow}, Priorities()); diff != "" {
+	if diff := cmp.Diff([]jobv1.Priority{jobv1.PriorityHigh, jobv1.PriorityNormal, jobv1.PriorityLow}, jobv1.Priorities()); diff != "" {
 		t.Error(diff)
 	}
-	if diff := cmp.Diff([]Disposition{DispositionAttachment, DispositionInline}, Dispositions()); diff != "" {
+	if diff := cmp.Diff([]jobv1.Disposition{jobv1.DispositionAttachment, jobv1.DispositionInline}, jobv1.Dispositions()); diff != "" {
 		t.Error(diff)
 	}
-	if !KindContent.Valid() || Kind("sms").Valid() || Priority("").Valid() || !DispositionInline.Valid() {
+	if !jobv1.KindContent.Valid() || jobv1.Kind("sms").Valid() || jobv1.Priority("").Valid() || !jobv1.DispositionInline.Valid() {
 		t.Error("Valid is wrong")
 	}
 }
 
 func TestDecode(t *testing.T) {
-	job, sealed, err := Decode([]byte(validContent))
+	job, sealed, err := jobv1.Decode([]byte(validContent))
 	if err != nil || sealed != nil || job == nil {
 		t.Fatalf("Decode(content) = %v, %v, %v", job, sealed, err)
 	}
-	if job.Kind != KindContent || job.Subject != "Your invoice" || job.Content.HTML != "<p>Hi</p>" ||
-		string(job.Attachments[0].Content) != "hello" || job.Attachments[1].Disposition != DispositionInline {
+	if job.Kind != jobv1.KindContent || job.Subject != "Your invoice" || job.Content.HTML != "<p>Hi</p>" ||
+		string(job.Attachments[0].Content) != "hello" || job.Attachments[1].Disposition != jobv1.DispositionInline {
 		t.Errorf("Decode(content) = %+v", job)
 	}
-	job, _, err = Decode([]byte(validTemplate))
+	job, _, err = jobv1.Decode([]byte(validTemplate))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if job.ScheduledAt == nil || job.ScheduledAt.Year() != 2024 || job.Trace.Traceparent == "" || job.TenantID != "acme" ||
-		job.MaxAttempts != 5 || job.Priority != PriorityHigh || job.Headers["X-Campaign"] != "spring" {
+		job.MaxAttempts != 5 || job.Priority != jobv1.PriorityHigh || job.Headers["X-Campaign"] != "spring" {
 		t.Errorf("Decode(template) = %+v", job)
 	}
-	job, sealed, err = Decode([]byte(validSealed))
+	job, sealed, err = jobv1.Decode([]byte(validSealed))
 	if err != nil || job != nil || sealed == nil || sealed.Enc != "c2VhbGVk" || sealed.KID != "k1" {
 		t.Fatalf("Decode(sealed) = %v, %+v, %v", job, sealed, err)
 	}
 	for _, bad := range []string{`null`, `[]`, `{"v":1,"extra":1}`, `{"enc":"x","to":["a@b.c"]}`, validContent + `{}`} {
-		if _, _, err := Decode([]byte(bad)); err == nil {
+		if _, _, err := jobv1.Decode([]byte(bad)); err == nil {
 			t.Errorf("Decode(%s) succeeded", bad)
 		}
 	}
@@ -275,11 +277,11 @@ func FuzzValidate(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		err := Validate(data)
+		err := jobv1.Validate(data)
 		if err == nil {
 			return
 		}
-		var verr *ValidationError
+		var verr *jobv1.ValidationError
 		if !errors.As(err, &verr) {
 			t.Fatalf("Validate = %T %v, want a *ValidationError", err, err)
 		}
@@ -309,8 +311,8 @@ func FuzzValidate(f *testing.F) {
 }
 
 func TestValidateValueNotJSON(t *testing.T) {
-	err := ValidateValue(map[string]any{"v": struct{}{}, "kind": "content"})
-	var verr *ValidationError
+	err := jobv1.ValidateValue(map[string]any{"v": struct{}{}, "kind": "content"})
+	var verr *jobv1.ValidationError
 	if !errors.As(err, &verr) {
 		t.Fatalf("ValidateValue = %v", err)
 	}

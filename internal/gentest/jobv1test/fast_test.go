@@ -1,4 +1,4 @@
-package jobv1
+package jobv1test
 
 import (
 	"bytes"
@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/internal/genhook"
 )
 
 // fastAgrees fails the test when the fast path says valid of a value the
@@ -20,11 +23,11 @@ func fastAgrees(t testing.TB, data []byte) (fast, full bool) {
 	if err := d.Decode(&v); err != nil {
 		return false, false
 	}
-	sch, err := compiled()
+	sch, err := genhook.JobV1.Compiled()
 	if err != nil {
 		t.Fatal(err)
 	}
-	fast = fastValid(v)
+	fast = genhook.JobV1.FastValid(v)
 	full = sch.Validate(v) == nil
 	if fast && !full {
 		t.Fatalf("the fast path says valid, the schema refuses:\n%s\n%v", data, sch.Validate(v))
@@ -35,7 +38,7 @@ func fastAgrees(t testing.TB, data []byte) (fast, full bool) {
 // vectorJobs returns the valid and the invalid jobs of gen/vectors.
 func vectorJobs(t testing.TB) (valid, invalid [][]byte) {
 	t.Helper()
-	data, err := os.ReadFile("../vectors/vectors.json")
+	data, err := os.ReadFile("../../../gen/vectors/vectors.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,14 +69,14 @@ func TestFastPath(t *testing.T) {
 	}
 	for _, job := range invalid {
 		fastAgrees(t, job)
-		if Validate(job) == nil {
+		if jobv1.Validate(job) == nil {
 			t.Errorf("an invalid job passed Validate:\n%s", job)
 		}
 	}
 }
 
 // FuzzFastPath checks on any input that the fast path never says valid of a
-// value the schema refuses. Run it with: go test ./gen/jobv1 -run '^$' -fuzz FuzzFastPath -fuzztime 30s
+// value the schema refuses. Run it with: go test ./internal/gentest/jobv1test -run '^$' -fuzz FuzzFastPath -fuzztime 30s
 func FuzzFastPath(f *testing.F) {
 	valid, invalid := vectorJobs(f)
 	for _, j := range append(valid, invalid...) {
@@ -89,11 +92,11 @@ func FuzzFastPath(f *testing.F) {
 
 func TestMailboxRefusesInvisibleCharacters(t *testing.T) {
 	for _, s := range []string{"a@ex\u200bample.com", "a\u200d@example.com", "Ada <a@exam\u00adple.com>", "a@example.com\u202e"} {
-		if validateMailbox(s) == nil {
+		if genhook.JobV1.Mailbox(s) == nil {
 			t.Errorf("%q passed", s)
 		}
 	}
-	if err := validateMailbox("Zoë <zoe@bücher.example>"); err != nil {
+	if err := genhook.JobV1.Mailbox("Zoë <zoe@bücher.example>"); err != nil {
 		t.Errorf("an IDN mailbox: %v", err)
 	}
 }
@@ -112,11 +115,11 @@ func decodeBoth(t testing.TB, data []byte) {
 	if !ok {
 		return
 	}
-	j1, s1, err1 := Decode(data)
-	j2, s2, err2 := DecodeValue(obj)
+	j1, s1, err1 := jobv1.Decode(data)
+	j2, s2, err2 := jobv1.DecodeValue(obj)
 	if (err1 == nil) != (err2 == nil) {
 		// DecodeValue is for validated values: only compare on those.
-		if ValidateValue(v) == nil {
+		if jobv1.ValidateValue(v) == nil {
 			t.Fatalf("Decode error %v, DecodeValue error %v, on a valid job:\n%s", err1, err2, data)
 		}
 		return
@@ -140,7 +143,7 @@ func TestDecodeValueIsDecode(t *testing.T) {
 }
 
 // FuzzDecodeValue checks on any valid input that DecodeValue decodes as
-// Decode does. Run it with: go test ./gen/jobv1 -run '^$' -fuzz FuzzDecodeValue
+// Decode does. Run it with: go test ./internal/gentest/jobv1test -run '^$' -fuzz FuzzDecodeValue
 func FuzzDecodeValue(f *testing.F) {
 	valid, _ := vectorJobs(f)
 	for _, j := range valid {
@@ -149,7 +152,7 @@ func FuzzDecodeValue(f *testing.F) {
 	f.Add([]byte(validTemplate))
 	f.Add([]byte(validSealed))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if Validate(data) != nil {
+		if jobv1.Validate(data) != nil {
 			return
 		}
 		decodeBoth(t, data)
@@ -158,7 +161,7 @@ func FuzzDecodeValue(f *testing.F) {
 
 func TestMailboxRefusesAnAddressInTheDisplayName(t *testing.T) {
 	for _, s := range []string{`"ada@example.com" <eve@example.net>`, `ada@example.com (evil@x.com)`} {
-		if validateMailbox(s) == nil {
+		if genhook.JobV1.Mailbox(s) == nil {
 			t.Errorf("%q passed", s)
 		}
 	}
@@ -175,9 +178,9 @@ var numbersByValue = cmp.Comparer(func(a, b json.Number) bool {
 
 // encodeBoth turns j into a JSON value through encoding/json and through
 // EncodeValue, and fails the test when they differ.
-func encodeBoth(t testing.TB, j *Job) {
+func encodeBoth(t testing.TB, j *jobv1.Job) {
 	t.Helper()
-	got, ok := EncodeValue(j)
+	got, ok := jobv1.EncodeValue(j)
 	raw, err := json.Marshal(j)
 	if err != nil {
 		if ok {
@@ -202,27 +205,27 @@ func encodeBoth(t testing.TB, j *Job) {
 func TestEncodeValueIsEncodingJSON(t *testing.T) {
 	valid, _ := vectorJobs(t)
 	for _, data := range append(valid, []byte(validTemplate), []byte(validContent)) {
-		j, _, err := Decode(data)
+		j, _, err := jobv1.Decode(data)
 		if err != nil || j == nil {
 			continue
 		}
 		encodeBoth(t, j)
 	}
 	at := time.Date(2026, 11, 30, 12, 0, 0, 123000000, time.FixedZone("x", 3600))
-	encodeBoth(t, &Job{V: 1, Kind: KindContent, From: "a@example.com", To: []string{"b@example.com"},
+	encodeBoth(t, &jobv1.Job{V: 1, Kind: jobv1.KindContent, From: "a@example.com", To: []string{"b@example.com"},
 		Context: map[string]any{"n": 1, "f": 0.000001, "big": 1e21, "neg": int64(-5), "u": uint(7), "s": []string{"a"}, "m": map[string]string{"k": "v"},
 			"nested": []any{map[string]any{"x": nil, "y": true}, []any(nil)}, "nilmap": map[string]any(nil)},
-		ScheduledAt: &at, Attachments: []Attachment{{Filename: "a", Content: []byte{0, 1, 2}}, {Ref: "r"}}, Headers: map[string]string{"X-A": "b"}})
-	if _, ok := EncodeValue(&Job{Context: map[string]any{"t": time.Now()}}); ok {
+		ScheduledAt: &at, Attachments: []jobv1.Attachment{{Filename: "a", Content: []byte{0, 1, 2}}, {Ref: "r"}}, Headers: map[string]string{"X-A": "b"}})
+	if _, ok := jobv1.EncodeValue(&jobv1.Job{Context: map[string]any{"t": time.Now()}}); ok {
 		t.Error("EncodeValue took a time.Time in the context")
 	}
-	if _, ok := EncodeValue(&Job{Context: map[string]any{"p": new(string)}}); ok {
+	if _, ok := jobv1.EncodeValue(&jobv1.Job{Context: map[string]any{"p": new(string)}}); ok {
 		t.Error("EncodeValue took a pointer in the context")
 	}
 }
 
 // FuzzEncodeValue checks on any job that EncodeValue gives what encoding/json
-// does. Run it with: go test ./gen/jobv1 -run '^$' -fuzz FuzzEncodeValue
+// does. Run it with: go test ./internal/gentest/jobv1test -run '^$' -fuzz FuzzEncodeValue
 func FuzzEncodeValue(f *testing.F) {
 	valid, _ := vectorJobs(f)
 	for _, j := range valid {
@@ -230,7 +233,7 @@ func FuzzEncodeValue(f *testing.F) {
 	}
 	f.Add([]byte(validTemplate))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var j Job
+		var j jobv1.Job
 		d := json.NewDecoder(bytes.NewReader(data))
 		d.UseNumber()
 		if d.Decode(&j) != nil {
