@@ -122,7 +122,7 @@ func (s ignoreToken) Release(ctx context.Context, p mailqueue.ReleaseParams) (bo
 type releaseAsRetry struct{ mailqueue.Source }
 
 func (s releaseAsRetry) Release(ctx context.Context, p mailqueue.ReleaseParams) (bool, error) {
-	return s.Source.Retry(ctx, mailqueue.RetryParams{ID: p.ID, Token: p.Token, Delay: p.Delay, Code: p.Code})
+	return s.Retry(ctx, mailqueue.RetryParams{ID: p.ID, Token: p.Token, Delay: p.Delay, Code: p.Code})
 }
 
 // TestBrokenSourcesFail runs the suite on each broken source in a child

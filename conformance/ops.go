@@ -256,7 +256,7 @@ func testOpsJobs(t *testing.T, s *suite) {
 	}
 	// Acked one by one, in the order of their ids, the clock moving
 	// between: the finish order and the ids agree.
-	var acked []string
+	acked := make([]string, 0, len(ls))
 	for _, l := range byID(ls) {
 		acked = append(acked, l.ID)
 	}
@@ -300,7 +300,7 @@ func testOpsFailed(t *testing.T, s *suite) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
+	got := make([]string, 0, len(rows))
 	for _, r := range rows {
 		got = append(got, r.ID)
 	}

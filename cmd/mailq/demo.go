@@ -115,15 +115,7 @@ func demo(ctx context.Context, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	received := srv.Messages()
-	// In the order of the enqueue, whatever order the worker sent them in.
-	order := map[string]int{}
-	for i, r := range results {
-		order[r.MessageID] = i
-	}
-	sort.SliceStable(received, func(i, j int) bool {
-		return order[messageID(received[i].Data)] < order[messageID(received[j].Data)]
-	})
+	received := inEnqueueOrder(srv.Messages(), results)
 	for i, m := range received {
 		fmt.Fprintf(stdout, "\n── message %d of %d ──────────────────────────────\n", i+1, len(received))
 		if err := printMessage(stdout, m); err != nil {
@@ -201,6 +193,19 @@ func demoJobs() (reset, welcome, german *jobv1.Job, err error) {
 		ExpiresAt:      &expires,
 	}
 	return reset, welcome, german, nil
+}
+
+// inEnqueueOrder sorts the messages received in the order of the enqueue
+// of their jobs, whatever order the worker sent them in.
+func inEnqueueOrder(received []smtptest.Received, results []mailqueue.Result) []smtptest.Received {
+	order := map[string]int{}
+	for i, r := range results {
+		order[r.MessageID] = i
+	}
+	sort.SliceStable(received, func(i, j int) bool {
+		return order[messageID(received[i].Data)] < order[messageID(received[j].Data)]
+	})
+	return received
 }
 
 // printMessage prints a message's envelope, its headers and its text part.

@@ -26,7 +26,7 @@ func memoryStore(t *testing.T) (*memory.Queue, *store) {
 		t.Fatal(err)
 	}
 	src := q.Source()
-	var jobs []mailqueue.NewJob
+	jobs := make([]mailqueue.NewJob, 0, 3)
 	for _, id := range []string{"job-1", "job-2", "job-3"} {
 		jobs = append(jobs, mailqueue.NewJob{ID: id, Hash: "h-" + id, Data: []byte(`{"v":1}`), RunAt: t0, EnqueuedAt: t0, MaxAttempts: 5})
 	}

@@ -148,7 +148,7 @@ func TestRedisOperationsTakeTheQueuesRetention(t *testing.T) {
 	mailq := mailqOn(c)
 
 	now := time.Now()
-	var jobs []mailqueue.NewJob
+	jobs := make([]mailqueue.NewJob, 0, 4)
 	for _, id := range []string{"ok-1", "ok-2", "ok-3", "ko"} {
 		jobs = append(jobs, mailqueue.NewJob{ID: id, Hash: "h-" + id, Data: []byte(`{"v":1}`), RunAt: now, EnqueuedAt: now, MaxAttempts: 5})
 	}

@@ -1,24 +1,12 @@
 package polling_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/alexify/mailer/drivers/memory"
 	"github.com/alexify/mailer/drivers/polling"
 	"github.com/alexify/mailer/mailqueue"
 )
-
-// mustMemory returns a memory queue of opts, failing the test when the
-// options are refused.
-func mustMemory(t testing.TB, opts memory.Options) *memory.Queue {
-	t.Helper()
-	q, err := memory.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return q
-}
 
 // mustMemorySource returns a memory source of opts, failing the test when
 // the options are refused.
@@ -40,21 +28,4 @@ func mustPolling(t testing.TB, src mailqueue.Source, opts polling.Options) *poll
 		t.Fatal(err)
 	}
 	return d
-}
-
-// countJobs returns how many jobs the queue holds, in every state.
-func countJobs(t testing.TB, q mailqueue.Inspector) int {
-	t.Helper()
-	st := stats(t, q)
-	return int(st.Queued + st.Running + st.Accepted + st.Failed + st.DeliveryUnknown)
-}
-
-// stats returns the queue's counts, failing the test on an error.
-func stats(t testing.TB, q mailqueue.Inspector) mailqueue.Stats {
-	t.Helper()
-	st, err := q.Stats(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
 }

@@ -231,7 +231,9 @@ func e2eWorker(t *testing.T) {
 	c := e2eClient(t)
 	_, mq := e2eQueue(t, c)
 	var hangAt int32
-	fmt.Sscan(os.Getenv("MAILER_E2E_HANG_AT"), &hangAt)
+	if _, err := fmt.Sscan(os.Getenv("MAILER_E2E_HANG_AT"), &hangAt); err != nil {
+		t.Fatalf("MAILER_E2E_HANG_AT: %v", err)
+	}
 	tag := os.Getenv("MAILER_E2E_TAG")
 	w, err := mq.NewWorker(mailqueue.WorkerConfig{
 		Transport: &recorder{c: c, tag: tag, hangAt: hangAt}, Concurrency: 4,

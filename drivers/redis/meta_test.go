@@ -86,7 +86,7 @@ func checkRetentionStored(t *testing.T, c goredis.UniversalClient, prefix string
 func checkScriptsTakeTheQueuesRetention(t *testing.T, c goredis.UniversalClient, producer, worker *Source) {
 	t.Helper()
 	enqueue(t, producer, testJob("ok"), testJob("ko"))
-	for _, l := range reserve(t, producer, 2, time.Minute) {
+	for _, l := range reserve(t, producer, 2) {
 		if l.ID == "ok" {
 			_, _ = producer.Ack(ctx, mailqueue.AckParams{ID: l.ID, Token: l.Token})
 		} else {
@@ -133,12 +133,12 @@ func checkScriptsTakeTheQueuesRetention(t *testing.T, c goredis.UniversalClient,
 func TestDoneIndexOutlivesItsJobs(t *testing.T) {
 	c := redistest.Standalone(t)
 	s := newSource(t, c, Options{DedupeWindow: 200 * time.Millisecond})
-	var jobs []mailqueue.NewJob
+	jobs := make([]mailqueue.NewJob, 0, 3)
 	for _, id := range []string{"a", "b", "c"} {
 		jobs = append(jobs, testJob(id))
 	}
 	enqueue(t, s, jobs...)
-	for _, l := range reserve(t, s, 3, time.Minute) {
+	for _, l := range reserve(t, s, 3) {
 		if ok, err := s.Ack(ctx, mailqueue.AckParams{ID: l.ID, Token: l.Token}); !ok || err != nil {
 			t.Fatalf("Ack(%s) = %t, %v", l.ID, ok, err)
 		}

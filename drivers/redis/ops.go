@@ -45,12 +45,15 @@ func (s *Source) Stats(ctx context.Context) (mailqueue.Stats, error) {
 		}
 	}
 	q, err := queued.Int64Slice()
-	if err != nil || len(q) != 4 {
-		return mailqueue.Stats{}, fmt.Errorf("redis: stats: queued: %d values, %v", len(q), err)
+	if err != nil {
+		return mailqueue.Stats{}, fmt.Errorf("redis: stats: queued: %w", err)
 	}
 	f, err := finished.Int64Slice()
-	if err != nil || len(f) != 3 {
-		return mailqueue.Stats{}, fmt.Errorf("redis: stats: finished: %d values, %v", len(f), err)
+	if err != nil {
+		return mailqueue.Stats{}, fmt.Errorf("redis: stats: finished: %w", err)
+	}
+	if len(q) != 4 || len(f) != 3 {
+		return mailqueue.Stats{}, fmt.Errorf("redis: stats: %d and %d values, want 4 and 3", len(q), len(f))
 	}
 	if err := running.Err(); err != nil {
 		return mailqueue.Stats{}, fmt.Errorf("redis: stats: %w", err)
@@ -287,7 +290,7 @@ func (s *Source) Purge(ctx context.Context, p mailqueue.PurgeParams) (int, error
 // for tests and for retiring a queue; workers still running on the queue
 // lose their leases.
 func (s *Source) Obliterate(ctx context.Context) (int, error) {
-	var node goredis.UniversalClient = s.c
+	node := s.c
 	if cc, ok := s.c.(*goredis.ClusterClient); ok {
 		c, err := cc.MasterForKey(ctx, s.keys[keyMeta])
 		if err != nil {

@@ -593,11 +593,11 @@ func (s *Source) Enqueue(ctx context.Context, jobs []mailqueue.NewJob) ([]mailqu
 	chunkArgs := func(js []mailqueue.NewJob) []any {
 		a := s.args()
 		for _, j := range js {
-			max := j.MaxAttempts
-			if max <= 0 {
-				max = mailqueue.DefaultMaxAttempts
+			attempts := j.MaxAttempts
+			if attempts <= 0 {
+				attempts = mailqueue.DefaultMaxAttempts
 			}
-			a = append(a, j.ID, j.Hash, version(j.Data), j.Data, priorityNum(j.Priority), j.TenantID, max,
+			a = append(a, j.ID, j.Hash, version(j.Data), j.Data, priorityNum(j.Priority), j.TenantID, attempts,
 				j.RunAt.UnixMilli(), j.EnqueuedAt.UnixMilli())
 		}
 		return a
@@ -873,7 +873,9 @@ func (s *Source) Notify(wake chan<- struct{}) (stop func()) {
 func (n *notifier) listen(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	ps := n.src.c.SSubscribe(ctx, n.src.pfx+"wake")
-	defer ps.Close()
+	// A close that fails leaves nothing to do: the subscription's
+	// connection is gone either way.
+	defer func() { _ = ps.Close() }()
 	ch := ps.Channel()
 	for {
 		select {

@@ -43,9 +43,9 @@ func enqueue(t *testing.T, s *Source, jobs ...mailqueue.NewJob) []mailqueue.Enqu
 	return res
 }
 
-func reserve(t *testing.T, s *Source, limit int, lease time.Duration) []*mailqueue.Lease {
+func reserve(t *testing.T, s *Source, limit int) []*mailqueue.Lease {
 	t.Helper()
-	ls, err := s.Reserve(ctx, mailqueue.ReserveParams{Limit: limit, LeaseDuration: lease})
+	ls, err := s.Reserve(ctx, mailqueue.ReserveParams{Limit: limit, LeaseDuration: time.Minute})
 	if err != nil {
 		t.Fatalf("Reserve: %v", err)
 	}
@@ -53,7 +53,7 @@ func reserve(t *testing.T, s *Source, limit int, lease time.Duration) []*mailque
 }
 
 func leaseIDs(ls []*mailqueue.Lease) string {
-	var b []string
+	b := make([]string, 0, len(ls))
 	for _, l := range ls {
 		b = append(b, l.ID)
 	}
@@ -80,7 +80,7 @@ func testWake(t *testing.T, c goredis.UniversalClient) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close(ctx)
+	defer func() { _ = r.Close(ctx) }()
 	time.Sleep(100 * time.Millisecond) // the worker subscribes and goes idle
 
 	var worst time.Duration
@@ -143,7 +143,7 @@ func testOperations(t *testing.T, c goredis.UniversalClient) {
 	later.RunAt = time.Now().Add(time.Hour)
 	enqueue(t, s, a, b, d, later)
 	wantCounts(t, s, "after the enqueue", mailqueue.Stats{Queued: 4, Due: 3})
-	ls := reserve(t, s, 3, time.Minute)
+	ls := reserve(t, s, 3)
 	if len(ls) != 3 {
 		t.Fatalf("leased %d", len(ls))
 	}
@@ -211,7 +211,7 @@ func checkRetryAndPurge(t *testing.T, c goredis.UniversalClient, s *Source, b ma
 	if err := s.RetryFailed(ctx, "b"); err != nil {
 		t.Fatalf("RetryFailed(b): %v", err)
 	}
-	l := reserve(t, s, 10, time.Minute)
+	l := reserve(t, s, 10)
 	if len(l) != 1 || l[0].ID != "b" || l[0].Attempt != 1 || string(l[0].Data) != string(b.Data) {
 		t.Fatalf("after RetryFailed: leased %+v; want b, attempt 1, its data", l)
 	}
@@ -240,7 +240,7 @@ func TestRetainData(t *testing.T) {
 	for _, rd := range []mailqueue.RetainData{mailqueue.RetainAllData, mailqueue.RetainNoData} {
 		s := newSource(t, c, Options{RetainData: rd})
 		enqueue(t, s, testJob("ok"), testJob("ko"))
-		for _, l := range reserve(t, s, 2, time.Minute) {
+		for _, l := range reserve(t, s, 2) {
 			if l.ID == "ok" {
 				_, _ = s.Ack(ctx, mailqueue.AckParams{ID: l.ID, Token: l.Token})
 			} else {
@@ -271,7 +271,7 @@ func TestRetentionOnServerClock(t *testing.T) {
 	c := redistest.Standalone(t)
 	s := newSource(t, c, Options{DedupeWindow: 300 * time.Millisecond, RetainFailed: 600 * time.Millisecond})
 	enqueue(t, s, testJob("done"), testJob("failed"))
-	for _, l := range reserve(t, s, 2, time.Minute) {
+	for _, l := range reserve(t, s, 2) {
 		if l.ID == "done" {
 			_, _ = s.Ack(ctx, mailqueue.AckParams{ID: l.ID, Token: l.Token})
 		} else {
@@ -301,7 +301,7 @@ func TestLostLease(t *testing.T) {
 	c := redistest.Standalone(t)
 	s := newSource(t, c, Options{})
 	enqueue(t, s, testJob("gone-lease"), testJob("gone-job"))
-	ls := reserve(t, s, 2, time.Minute)
+	ls := reserve(t, s, 2)
 	if len(ls) != 2 {
 		t.Fatalf("leased %d", len(ls))
 	}
@@ -334,7 +334,7 @@ func TestLostLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close(ctx)
+	defer func() { _ = r.Close(ctx) }()
 	if _, err := q.Enqueue(ctx, []mailqueue.NewJob{testJob("run")}); err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +370,7 @@ func TestFairness(t *testing.T) {
 	add("a-low", "a", jobv1.PriorityLow)
 	enqueue(t, s, jobs...)
 	time.Sleep(15 * time.Millisecond)
-	got := leaseIDs(reserve(t, s, 3, time.Minute)) + "," + leaseIDs(reserve(t, s, 20, time.Minute))
+	got := leaseIDs(reserve(t, s, 3)) + "," + leaseIDs(reserve(t, s, 20))
 	if want := "c-high,a1,b1,n1,a2,b2,a3,a4,a-low"; got != want {
 		t.Errorf("leased %s, want %s", got, want)
 	}
@@ -445,7 +445,7 @@ func TestServerChecks(t *testing.T) {
 		t.Fatalf("the pipelined enqueue after SCRIPT FLUSH: %+v", res[:1])
 	}
 	hidden.ScriptFlush(ctx)
-	if ls := reserve(t, s, 100, time.Minute); len(ls) != 100 {
+	if ls := reserve(t, s, 100); len(ls) != 100 {
 		t.Errorf("Reserve after SCRIPT FLUSH leased %d", len(ls))
 	}
 }
@@ -484,7 +484,7 @@ func TestPauseThroughTheDriver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close(ctx)
+	defer func() { _ = r.Close(ctx) }()
 	if _, err := q.Enqueue(ctx, []mailqueue.NewJob{testJob("p")}); err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 func TestSettleAndReserve(t *testing.T) {
 	s := newSource(t, redistest.Standalone(t), Options{})
 	enqueue(t, s, testJob("a"), testJob("b"), testJob("c"))
-	first := reserve(t, s, 1, time.Minute)
+	first := reserve(t, s, 1)
 	if len(first) != 1 || first[0].ID != "a" {
 		t.Fatalf("leased %s, want a", leaseIDs(first))
 	}
@@ -81,7 +81,7 @@ func TestBatchedSettles(t *testing.T) {
 		jobs = append(jobs, testJob(fmt.Sprintf("j%03d", i)))
 	}
 	enqueue(t, s, jobs...)
-	ls := reserve(t, s, 200, time.Minute)
+	ls := reserve(t, s, 200)
 	if len(ls) != 200 {
 		t.Fatalf("leased %d", len(ls))
 	}
@@ -159,7 +159,7 @@ func TestQueuedJobs(t *testing.T) {
 			if err := s.Pause(ctx, mailqueue.Pause{Tenant: true, TenantID: "a", For: time.Hour}); err != nil {
 				t.Fatal(err)
 			}
-			if ls := reserve(t, s, 1, time.Minute); leaseIDs(ls) != "h-b" {
+			if ls := reserve(t, s, 1); leaseIDs(ls) != "h-b" {
 				t.Fatalf("leased %s, want h-b", leaseIDs(ls))
 			}
 			st, err := s.Stats(ctx)
