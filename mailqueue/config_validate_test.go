@@ -13,6 +13,7 @@ import (
 // TestConfigRefused: New refuses each value it cannot honour with an
 // *OptionError naming the field and the value.
 func TestConfigRefused(t *testing.T) {
+	t.Parallel()
 	d := mustMemory(t, memory.Options{})
 	tests := []struct {
 		name string
@@ -43,6 +44,7 @@ func TestConfigRefused(t *testing.T) {
 // TestWorkerConfigRefused: NewWorker refuses each value it cannot honour
 // with an *OptionError naming the field and the value.
 func TestWorkerConfigRefused(t *testing.T) {
+	t.Parallel()
 	q, err := mailqueue.New(mailqueue.Config{Driver: mustMemory(t, memory.Options{})})
 	if err != nil {
 		t.Fatal(err)

@@ -58,6 +58,7 @@ func op(st *store, name string, o opArgs) (string, string, int) {
 // reach the store through mailqueue.Operator alone, so what holds here
 // holds for every store mailq opens.
 func TestOperationsOnAnyStore(t *testing.T) {
+	t.Parallel()
 	t.Run("stats", testStatsOnAnyStore)
 	t.Run("failed", testFailedOnAnyStore)
 	t.Run("retry", testRetryOnAnyStore)
@@ -133,6 +134,7 @@ func testPurgeOnAnyStore(t *testing.T) {
 // TestOperationsNeedAStore: without a flag naming a store, or with a
 // malformed one, the commands are a mistake of usage (exit status 2).
 func TestOperationsNeedAStore(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"stats"},
 		{"failed", "--limit", "3"},

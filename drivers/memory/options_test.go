@@ -13,6 +13,7 @@ import (
 // honour with an *OptionError naming the option and the value; a zero
 // value takes the default.
 func TestOptionsRefused(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		opts memory.Options
 		want string

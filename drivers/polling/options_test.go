@@ -14,6 +14,7 @@ import (
 // request for the default) and a missing source, with an *OptionError
 // naming the option and the value.
 func TestOptionsRefused(t *testing.T) {
+	t.Parallel()
 	src := mustMemorySource(t, memory.Options{})
 	tests := []struct {
 		src  mailqueue.Source

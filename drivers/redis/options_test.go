@@ -15,6 +15,7 @@ import (
 // honour with an *OptionError naming the option and the value, before
 // they ask the server anything (the client here reaches no server).
 func TestOptionsRefused(t *testing.T) {
+	t.Parallel()
 	c := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
 	tests := []struct {
