@@ -96,7 +96,11 @@ func TestRateLimitThroughTheQueue(t *testing.T) {
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close(ctx)
+	defer func() {
+		if err := w.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
 
 	res, err := q.Enqueue(ctx, &jobv1.Job{
 		Kind: jobv1.KindContent, Subject: "Your invoice", Content: &jobv1.Content{Text: "Hello"},
