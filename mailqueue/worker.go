@@ -558,7 +558,7 @@ func (w *Worker) fail(ctx context.Context, r *run, code codes.Code, state codes.
 	if state == codes.StateDeliveryUnknown {
 		as = AuditDeliveryUnknown
 	}
-	w.audit(ctx, r, as, code, reason)
+	_ = w.audit(ctx, r, as, code, reason) // a failure is logged and warned by audit; only "submitted" stops a run
 	return Outcome{Action: Fail, State: state, Code: code, Reason: reason}
 }
 
