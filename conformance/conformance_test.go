@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,12 +18,27 @@ import (
 func memoryHarness(t *testing.T) conformance.Harness {
 	fc := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	src := mustMemorySource(t, memory.Options{Clock: fc})
-	return conformance.Harness{Source: src, Now: fc.Now, Advance: fc.Advance, DedupeWindow: memory.DefaultDedupeWindow, RetainFailed: memory.DefaultRetainFailed}
+	return conformance.Harness{Source: src, Now: fc.Now, Advance: fc.Advance, DedupeWindow: mailqueue.DefaultDedupeWindow, RetainFailed: mailqueue.DefaultRetainFailed}
 }
 
 // TestMemorySource holds the memory source to the contract.
 func TestMemorySource(t *testing.T) {
 	conformance.TestSource(t, memoryHarness)
+}
+
+// TestMemorySourceRetainData runs the contract on the memory source with
+// the other policies of the messages of finished jobs: the operations
+// tell DataKept and ErrNoData by them.
+func TestMemorySourceRetainData(t *testing.T) {
+	for _, rd := range []mailqueue.RetainData{mailqueue.RetainAllData, mailqueue.RetainNoData} {
+		t.Run(string(rd), func(t *testing.T) {
+			conformance.TestSource(t, func(t *testing.T) conformance.Harness {
+				fc := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+				src := mustMemorySource(t, memory.Options{Clock: fc, RetainData: rd})
+				return conformance.Harness{Source: src, Now: fc.Now, Advance: fc.Advance, RetainData: rd}
+			})
+		})
+	}
 }
 
 // TestMemorySourceRealClock runs the contract on the wall clock, as a
@@ -44,6 +60,18 @@ var brokenSources = map[string]func(mailqueue.Source) mailqueue.Source{
 		return releaseAsRetry{s}
 	},
 	"loses MaxAttempts": func(s mailqueue.Source) mailqueue.Source { return fixedMaxAttempts{s} },
+	"lists the failed jobs newest first": func(s mailqueue.Source) mailqueue.Source {
+		return newestFailedFirst{s.(*memory.Source)}
+	},
+}
+
+// newestFailedFirst is an Operator whose Failed lists the newest first.
+type newestFailedFirst struct{ *memory.Source }
+
+func (s newestFailedFirst) Failed(ctx context.Context, limit int) ([]mailqueue.JobRow, error) {
+	rows, err := s.Source.Failed(ctx, limit)
+	slices.Reverse(rows)
+	return rows, err
 }
 
 // fixedMaxAttempts leases every job as if it had 5 attempts.
@@ -94,7 +122,7 @@ func (s ignoreToken) Release(ctx context.Context, p mailqueue.ReleaseParams) (bo
 type releaseAsRetry struct{ mailqueue.Source }
 
 func (s releaseAsRetry) Release(ctx context.Context, p mailqueue.ReleaseParams) (bool, error) {
-	return s.Source.Retry(ctx, mailqueue.RetryParams{ID: p.ID, Token: p.Token, Delay: p.Delay, Code: p.Code})
+	return s.Retry(ctx, mailqueue.RetryParams{ID: p.ID, Token: p.Token, Delay: p.Delay, Code: p.Code})
 }
 
 // TestBrokenSourcesFail runs the suite on each broken source in a child
@@ -110,9 +138,10 @@ func TestBrokenSourcesFail(t *testing.T) {
 		return
 	}
 	want := map[string]string{
-		"ignores the token":            "Fencing/StaleToken",
-		"spends an attempt on release": "Settle/ReleaseSpendsNoAttempt",
-		"loses MaxAttempts":            "Enqueue/Reserve",
+		"ignores the token":                  "Fencing/StaleToken",
+		"spends an attempt on release":       "Settle/ReleaseSpendsNoAttempt",
+		"loses MaxAttempts":                  "Enqueue/Reserve",
+		"lists the failed jobs newest first": "Ops/Failed",
 	}
 	for name := range brokenSources {
 		t.Run(name, func(t *testing.T) {

@@ -107,7 +107,7 @@ func benchEndToEnd(b *testing.B, concurrency int, tr mail.Transport) {
 	}
 	b.StopTimer()
 	_ = w.Close(ctx)
-	if st := mq.Stats(); st.Accepted != b.N {
+	if st := stats(b, mq); st.Accepted != int64(b.N) {
 		b.Fatalf("%d of %d accepted", st.Accepted, b.N)
 	}
 }

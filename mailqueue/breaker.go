@@ -63,7 +63,8 @@ type BreakerConfig struct {
 	Disabled bool
 }
 
-// withDefaults returns c with its zero fields set to the defaults.
+// withDefaults returns c with its zero fields set to the defaults. It
+// leaves the values out of range to validate.
 func (c BreakerConfig) withDefaults() BreakerConfig {
 	if c.Threshold == 0 {
 		c.Threshold = DefaultBreakerThreshold
@@ -77,13 +78,21 @@ func (c BreakerConfig) withDefaults() BreakerConfig {
 	return c
 }
 
-// check returns an error when a field is out of range.
-func (c BreakerConfig) check() error {
-	if c.Threshold < 0 || c.ProbeInterval < 0 || c.MaxProbeInterval < 0 {
-		return errors.New("mailqueue: Breaker.Threshold, ProbeInterval and MaxProbeInterval must not be negative")
+// validate refuses a breaker config NewWorker cannot honour, naming the
+// field and its value; it runs on the config with its defaults.
+func (c BreakerConfig) validate() error {
+	const pkg = "mailqueue"
+	for _, err := range []error{
+		CheckNotNegative(pkg, "WorkerConfig.Breaker.Threshold", c.Threshold),
+		CheckNotNegative(pkg, "WorkerConfig.Breaker.ProbeInterval", c.ProbeInterval),
+		CheckNotNegative(pkg, "WorkerConfig.Breaker.MaxProbeInterval", c.MaxProbeInterval),
+	} {
+		if err != nil {
+			return err
+		}
 	}
-	if c.MaxProbeInterval != 0 && c.MaxProbeInterval < c.ProbeInterval {
-		return errors.New("mailqueue: Breaker.MaxProbeInterval must not be shorter than ProbeInterval")
+	if c.MaxProbeInterval < c.ProbeInterval {
+		return &OptionError{Package: pkg, Option: "WorkerConfig.Breaker.MaxProbeInterval", Value: c.MaxProbeInterval, Rule: "is shorter than ProbeInterval"}
 	}
 	return nil
 }

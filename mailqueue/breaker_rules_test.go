@@ -75,8 +75,8 @@ func TestBreakerOpens(t *testing.T) {
 			}
 			for _, id := range ids {
 				j := h.job(id)
-				if j.State != mailqueue.JobQueued || j.Attempts != 0 || j.Code != "" && j.Code != codes.QueueTransportUnavailable {
-					t.Errorf("job %s: %s, %d attempts spent, code %q; want queued, none spent, queue.transport_unavailable or none", id, j.State, j.Attempts, j.Code)
+				if j.State != mailqueue.JobQueued || j.Attempt != 0 || j.Code != "" && j.Code != codes.QueueTransportUnavailable {
+					t.Errorf("job %s: %s, %d attempts spent, code %q; want queued, none spent, queue.transport_unavailable or none", id, j.State, j.Attempt, j.Code)
 				}
 			}
 		})
@@ -150,17 +150,29 @@ func (a *answeringTransport) Check(context.Context) error {
 	return a.whenUp
 }
 
+// TestBreakerConfigRefused: a breaker option out of range is an
+// *OptionError naming it.
 func TestBreakerConfigRefused(t *testing.T) {
 	q, _, _ := newQueue(t, mailqueue.Config{})
-	for _, b := range []mailqueue.BreakerConfig{
-		{Threshold: -1},
-		{ProbeInterval: -time.Second},
-		{MaxProbeInterval: -time.Second},
-		{ProbeInterval: time.Minute, MaxProbeInterval: time.Second},
-	} {
-		if _, err := q.NewWorker(mailqueue.WorkerConfig{Transport: mtransport.New(), Breaker: b}); err == nil {
-			t.Errorf("NewWorker took Breaker %+v", b)
+	tests := []struct {
+		breaker mailqueue.BreakerConfig
+		option  string
+	}{
+		{mailqueue.BreakerConfig{Threshold: -1}, "WorkerConfig.Breaker.Threshold"},
+		{mailqueue.BreakerConfig{ProbeInterval: -time.Second}, "WorkerConfig.Breaker.ProbeInterval"},
+		{mailqueue.BreakerConfig{MaxProbeInterval: -time.Second}, "WorkerConfig.Breaker.MaxProbeInterval"},
+		{mailqueue.BreakerConfig{ProbeInterval: time.Minute, MaxProbeInterval: time.Second}, "WorkerConfig.Breaker.MaxProbeInterval"},
+	}
+	for _, tt := range tests {
+		_, err := q.NewWorker(mailqueue.WorkerConfig{Transport: mtransport.New(), Breaker: tt.breaker})
+		var oe *mailqueue.OptionError
+		if !errors.As(err, &oe) || oe.Option != tt.option {
+			t.Errorf("Breaker %+v: %v, want an *OptionError of %s", tt.breaker, err, tt.option)
 		}
+	}
+	// ProbeInterval alone above the default maximum raises the maximum.
+	if _, err := q.NewWorker(mailqueue.WorkerConfig{Transport: mtransport.New(), Breaker: mailqueue.BreakerConfig{ProbeInterval: time.Minute}}); err != nil {
+		t.Errorf("ProbeInterval of a minute: %v", err)
 	}
 }
 

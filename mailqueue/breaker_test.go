@@ -292,15 +292,15 @@ func TestOutageSpendsNoAttempt(t *testing.T) {
 					ids = append(ids, id)
 				}
 				waitQuiet(h, w)
-				if at > lastJob && h.mq.Stats().Accepted == len(ids) {
+				if at > lastJob && statsOf(h).Accepted == int64(len(ids)) {
 					break
 				}
 				h.fc.Advance(time.Second)
 			}
 			_ = w.Close(context.Background())
 
-			st := h.mq.Stats()
-			if st.Accepted != len(ids) || st.Failed != 0 || st.DeliveryUnknown != 0 {
+			st := statsOf(h)
+			if st.Accepted != int64(len(ids)) || st.Failed != 0 || st.DeliveryUnknown != 0 {
 				t.Fatalf("%d jobs: %d accepted, %d failed, %d of unknown delivery; want every one accepted (%+v)", len(ids), st.Accepted, st.Failed, st.DeliveryUnknown, st)
 			}
 			var spent, waited int
@@ -308,9 +308,9 @@ func TestOutageSpendsNoAttempt(t *testing.T) {
 			sent := ct.sentAt()
 			for _, id := range ids {
 				j := h.job(id)
-				if j.Attempts != 1 {
+				if j.Attempt != 1 {
 					spent++
-					t.Errorf("job %s spent %d attempts, want 1 (%s)", id, j.Attempts, j.Code)
+					t.Errorf("job %s spent %d attempts, want 1 (%s)", id, j.Attempt, j.Code)
 				}
 				for _, e := range h.sink.Events(id) {
 					if e.State == mailqueue.AuditAccepted && e.Attempt != 1 {
@@ -391,6 +391,15 @@ func (c *outageCounter) sentAt() map[string]time.Duration {
 	return out
 }
 
+// statsOf returns the memory queue's counts.
+func statsOf(h *harness) mailqueue.Stats {
+	st, err := h.mq.Stats(context.Background())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return st
+}
+
 // waitQuiet waits, in real time and a little at most, until no job of the
 // memory queue runs and none is due that the worker could take (its
 // breaker is open and waits for the clock): then the test moves the fake
@@ -400,7 +409,7 @@ func (c *outageCounter) sentAt() map[string]time.Duration {
 func waitQuiet(h *harness, w *mailqueue.Worker) {
 	deadline := time.Now().Add(500 * time.Millisecond)
 	for time.Now().Before(deadline) {
-		st := h.mq.Stats()
+		st := statsOf(h)
 		if st.Running == 0 && (st.Due == 0 || mailqueue.BreakerWaiting(w)) {
 			return
 		}

@@ -128,7 +128,7 @@ type Pauser interface {
 	// Pause pauses the queue, or the tenant when p.Tenant, for p.For. A
 	// longer pause already in place is kept.
 	Pause(ctx context.Context, p Pause) error
-	// Resume ends a pause of the queue (tenant false) or of a tenant before
-	// its time.
-	Resume(ctx context.Context, tenant bool, tenantID string) error
+	// Resume ends a pause of the queue, or of a tenant when p.Tenant,
+	// before its time. Ending a pause that is not in place does nothing.
+	Resume(ctx context.Context, p ResumeParams) error
 }

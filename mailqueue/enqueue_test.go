@@ -135,7 +135,7 @@ func TestEnqueueRefusals(t *testing.T) {
 			if strings.Contains(err.Error(), "eve@example.com") {
 				t.Errorf("the error quotes the bad value: %v", err)
 			}
-			if n := len(mq.List()); n != 0 {
+			if n := countJobs(t, mq); n != 0 {
 				t.Errorf("a refused job was stored: %d jobs", n)
 			}
 		})
@@ -176,7 +176,7 @@ func TestEnqueueDuplicateAndKeyReused(t *testing.T) {
 	if mailqueue.CodeOf(err) != codes.QueueKeyReused {
 		t.Errorf("CodeOf = %q", mailqueue.CodeOf(err))
 	}
-	if n := len(mq.List()); n != 1 {
+	if n := countJobs(t, mq); n != 1 {
 		t.Errorf("stored %d jobs, want 1", n)
 	}
 	// The key is scoped by the tenant.
@@ -197,12 +197,12 @@ func TestEnqueueFixesIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored, ok := mq.Get(r.ID)
-	if !ok {
-		t.Fatal("not stored")
+	stored, err := mq.Data(context.Background(), r.ID)
+	if err != nil {
+		t.Fatal(err)
 	}
 	var got jobv1.Job
-	if err := json.Unmarshal(stored.Data, &got); err != nil {
+	if err := json.Unmarshal(stored, &got); err != nil {
 		t.Fatal(err)
 	}
 	if got.MessageID != r.MessageID || !strings.HasSuffix(r.MessageID, "@example.com>") {
@@ -261,7 +261,7 @@ func TestEnqueueManyRefusesAllOrNothing(t *testing.T) {
 	if !errors.As(err, &e) || e.Index != 1 || e.Path != "to[0]" {
 		t.Fatalf("got %v, want queue.invalid_job at job 1 to[0]", err)
 	}
-	if n := len(mq.List()); n != 0 {
+	if n := countJobs(t, mq); n != 0 {
 		t.Errorf("stored %d jobs of a refused call", n)
 	}
 }

@@ -1,9 +1,11 @@
 package mailqueue_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/alexify/mailer/drivers/memory"
+	"github.com/alexify/mailer/mailqueue"
 )
 
 // mustMemory returns a memory queue of opts, failing the test when the
@@ -26,4 +28,21 @@ func mustMemorySource(t testing.TB, opts memory.Options) *memory.Source {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// countJobs returns how many jobs the queue holds, in every state.
+func countJobs(t testing.TB, q mailqueue.Inspector) int {
+	t.Helper()
+	st := stats(t, q)
+	return int(st.Queued + st.Running + st.Accepted + st.Failed + st.DeliveryUnknown)
+}
+
+// stats returns the queue's counts, failing the test on an error.
+func stats(t testing.TB, q mailqueue.Inspector) mailqueue.Stats {
+	t.Helper()
+	st, err := q.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

@@ -161,11 +161,11 @@ func (h *harness) drain() {
 	drain(h.t, h.mq)
 }
 
-func (h *harness) job(id string) memory.Job {
+func (h *harness) job(id string) mailqueue.JobRow {
 	h.t.Helper()
-	j, ok := h.mq.Get(id)
-	if !ok {
-		h.t.Fatalf("no job %s", id)
+	j, err := h.mq.Get(context.Background(), id)
+	if err != nil {
+		h.t.Fatal(err)
 	}
 	return j
 }
@@ -177,10 +177,10 @@ type outcome struct {
 	Code     codes.Code
 }
 
-func (h *harness) check(id string, want outcome) memory.Job {
+func (h *harness) check(id string, want outcome) mailqueue.JobRow {
 	h.t.Helper()
 	j := h.job(id)
-	if diff := cmp.Diff(want, outcome{j.State, j.Attempts, j.Code}); diff != "" {
+	if diff := cmp.Diff(want, outcome{j.State, j.Attempt, j.Code}); diff != "" {
 		h.t.Errorf("job (-want +got):\n%s\nreason: %s", diff, j.Reason)
 	}
 	return j
@@ -622,8 +622,8 @@ func TestAudit(t *testing.T) {
 		q, _ := mailqueue.New(mailqueue.Config{Driver: h.mq, Clock: h.fc, Logger: slog.New(h.logs), Audit: h.sink, AuditStrict: true})
 		h.sink.SetFailing(errors.New("audit store down"))
 		_, err := q.Enqueue(context.Background(), contentJob())
-		if mailqueue.CodeOf(err) != codes.AuditFailed || len(h.mq.List()) != 0 {
-			t.Errorf("got %v with %d jobs stored; want audit.failed and none", err, len(h.mq.List()))
+		if mailqueue.CodeOf(err) != codes.AuditFailed || countJobs(t, h.mq) != 0 {
+			t.Errorf("got %v with %d jobs stored; want audit.failed and none", err, countJobs(t, h.mq))
 		}
 	})
 }

@@ -27,7 +27,7 @@ func plRefusal(t *testing.T, edit func(*jobv1.Job)) (codes.Code, string, string)
 	if !errors.As(err, &e) {
 		t.Fatalf("Enqueue: %v, want a *mailqueue.Error", err)
 	}
-	if n := len(mq.List()); n != 0 {
+	if n := countJobs(t, mq); n != 0 {
 		t.Errorf("a refused job was stored: %d jobs", n)
 	}
 	rule := ""
@@ -128,13 +128,13 @@ func TestPipelineInternationalAddressesThroughSMTP(t *testing.T) {
 			t.Fatal(err)
 		}
 		drain(t, mq)
-		if got, _ := mq.Get(idn.ID); got.State != mailqueue.JobAccepted {
+		if got, _ := mq.Get(context.Background(), idn.ID); got.State != mailqueue.JobAccepted {
 			t.Fatalf("IDN job: %s %s %s", got.State, got.Code, got.Reason)
 		}
 		// The local part that is not ASCII fails for good at once, no retry.
-		got, _ := mq.Get(local.ID)
-		if got.State != mailqueue.JobFailed || got.Code != codes.QueueMessageRefused || got.Attempts != 1 {
-			t.Errorf("local part not ASCII: state %s, code %s, attempts %d; want failed, queue.message_refused, 1", got.State, got.Code, got.Attempts)
+		got, _ := mq.Get(context.Background(), local.ID)
+		if got.State != mailqueue.JobFailed || got.Code != codes.QueueMessageRefused || got.Attempt != 1 {
+			t.Errorf("local part not ASCII: state %s, code %s, attempts %d; want failed, queue.message_refused, 1", got.State, got.Code, got.Attempt)
 		}
 		msgs := srv.Messages()
 		if len(msgs) != 1 {
@@ -162,7 +162,7 @@ func TestPipelineInternationalAddressesThroughSMTP(t *testing.T) {
 			}
 		}
 		drain(t, mq)
-		if st := mq.Stats(); st.Accepted != 2 {
+		if st := stats(t, mq); st.Accepted != 2 {
 			t.Fatalf("stats %+v, want 2 accepted", st)
 		}
 		var tos []string

@@ -55,7 +55,7 @@ func TestPipelineInlineAttachmentsCap(t *testing.T) {
 	if _, err := q.Enqueue(ctx, at); err != nil {
 		t.Errorf("at the cap, with a reference: %v", err)
 	}
-	if n := len(mq.List()); n != 1 {
+	if n := countJobs(t, mq); n != 1 {
 		t.Errorf("%d jobs stored, want 1", n)
 	}
 }
@@ -101,7 +101,7 @@ func TestPipelineAttachmentByReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	drain(t, mq)
-	if got, _ := mq.Get(r.ID); got.State != mailqueue.JobAccepted {
+	if got, _ := mq.Get(context.Background(), r.ID); got.State != mailqueue.JobAccepted {
 		t.Fatalf("state %s, code %s: %s", got.State, got.Code, got.Reason)
 	}
 	if len(rec.infos) != 1 || rec.refs[0] != "legal/terms.pdf" || rec.infos[0].Job == nil || rec.infos[0].Attachment == nil ||
@@ -148,9 +148,9 @@ func TestPipelineAttachmentResolveFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 		drain(t, mq)
-		got, _ := mq.Get(r.ID)
-		if got.State != mailqueue.JobFailed || got.Code != codes.QueueAttachmentUnresolved || got.Attempts != 1 || tr.n() != 0 {
-			t.Errorf("state %s, code %s, attempts %d, sends %d; want failed, queue.attachment_unresolved, 1, 0", got.State, got.Code, got.Attempts, tr.n())
+		got, _ := mq.Get(context.Background(), r.ID)
+		if got.State != mailqueue.JobFailed || got.Code != codes.QueueAttachmentUnresolved || got.Attempt != 1 || tr.n() != 0 {
+			t.Errorf("state %s, code %s, attempts %d, sends %d; want failed, queue.attachment_unresolved, 1, 0", got.State, got.Code, got.Attempt, tr.n())
 		}
 	})
 
@@ -166,9 +166,9 @@ func TestPipelineAttachmentResolveFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 		drain(t, mq)
-		got, _ := mq.Get(r.ID)
-		if got.State != mailqueue.JobFailed || got.Code != codes.QueueAttachmentFailed || got.Attempts != 1 || tr.n() != 0 {
-			t.Errorf("state %s, code %s, attempts %d, sends %d; want failed at once, queue.attachment_failed, 1, 0", got.State, got.Code, got.Attempts, tr.n())
+		got, _ := mq.Get(context.Background(), r.ID)
+		if got.State != mailqueue.JobFailed || got.Code != codes.QueueAttachmentFailed || got.Attempt != 1 || tr.n() != 0 {
+			t.Errorf("state %s, code %s, attempts %d, sends %d; want failed at once, queue.attachment_failed, 1, 0", got.State, got.Code, got.Attempt, tr.n())
 		}
 	})
 	for name, resolver := range map[string]attachments.Resolver{
@@ -194,10 +194,10 @@ func TestPipelineAttachmentResolveFailures(t *testing.T) {
 				t.Fatal(err)
 			}
 			drain(t, mq)
-			got, _ := mq.Get(r.ID)
-			if got.State != mailqueue.JobQueued || got.Code != codes.QueueAttachmentFailed || got.Attempts != 1 || !got.RunAt.After(fc.Now()) || tr.n() != 0 {
+			got, _ := mq.Get(context.Background(), r.ID)
+			if got.State != mailqueue.JobQueued || got.Code != codes.QueueAttachmentFailed || got.Attempt != 1 || !got.RunAt.After(fc.Now()) || tr.n() != 0 {
 				t.Fatalf("state %s, code %s, attempts %d, run at %v, sends %d; want queued, queue.attachment_failed, 1, later, 0",
-					got.State, got.Code, got.Attempts, got.RunAt, tr.n())
+					got.State, got.Code, got.Attempt, got.RunAt, tr.n())
 			}
 			// The outage passes: the retry reads and sends.
 			mu.Lock()
@@ -206,8 +206,8 @@ func TestPipelineAttachmentResolveFailures(t *testing.T) {
 			fc.Set(got.RunAt)
 			mq.Wake()
 			drain(t, mq)
-			if got, _ = mq.Get(r.ID); got.State != mailqueue.JobAccepted || got.Attempts != 2 || tr.n() != 1 {
-				t.Errorf("after the retry: state %s, attempts %d, sends %d", got.State, got.Attempts, tr.n())
+			if got, _ = mq.Get(context.Background(), r.ID); got.State != mailqueue.JobAccepted || got.Attempt != 2 || tr.n() != 1 {
+				t.Errorf("after the retry: state %s, attempts %d, sends %d", got.State, got.Attempt, tr.n())
 			}
 		})
 	}
@@ -263,14 +263,14 @@ func TestPipelineInlineImageSameOnEveryAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	drain(t, mq)
-	got, _ := mq.Get(r.ID)
+	got, _ := mq.Get(context.Background(), r.ID)
 	if got.State != mailqueue.JobQueued {
 		t.Fatalf("after the 451: %s", got.State)
 	}
 	fc.Set(got.RunAt)
 	mq.Wake()
 	drain(t, mq)
-	if got, _ = mq.Get(r.ID); got.State != mailqueue.JobAccepted {
+	if got, _ = mq.Get(context.Background(), r.ID); got.State != mailqueue.JobAccepted {
 		t.Fatalf("after the retry: %s", got.State)
 	}
 	first, second := busy.Messages(), ok.Messages()

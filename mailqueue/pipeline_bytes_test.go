@@ -85,13 +85,14 @@ func TestPipelineSameBytesInTwoProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored, _ := mq.Get(r.ID)
+	stored, _ := mq.Get(context.Background(), r.ID)
+	data, _ := mq.Data(context.Background(), r.ID)
 
 	var outs []plChildOut
 	for i, tz := range []string{"UTC", "Pacific/Chatham"} {
 		in := plChildJob{
 			Lease: mailqueue.Lease{
-				ID: r.ID, Token: fmt.Sprintf("token-%d", i), Data: stored.Data, Attempt: i + 1, MaxAttempts: 5,
+				ID: r.ID, Token: fmt.Sprintf("token-%d", i), Data: data, Attempt: i + 1, MaxAttempts: 5,
 				Priority: stored.Priority, EnqueuedAt: stored.EnqueuedAt,
 			},
 			Attach:  attach,

@@ -50,7 +50,7 @@ func TestPipelineIdempotencyKilledMidSend(t *testing.T) {
 		t.Fatal(err)
 	}
 	drain(t, mq)
-	got, _ := mq.Get(r.ID)
+	got, _ := mq.Get(context.Background(), r.ID)
 	if got.State != mailqueue.JobFailed || got.Code != codes.QueueThrown {
 		t.Fatalf("the killed run: state %s, code %s; want failed, queue.thrown", got.State, got.Code)
 	}
@@ -58,12 +58,12 @@ func TestPipelineIdempotencyKilledMidSend(t *testing.T) {
 		t.Fatalf("the key after the kill: %+v, %t; want reserved under the job id, no receipt", e, ok)
 	}
 	// The operator retries the job by hand.
-	if err := mq.RetryFailed(r.ID); err != nil {
+	if err := mq.RetryFailed(context.Background(), r.ID); err != nil {
 		t.Fatal(err)
 	}
 	mq.Wake()
 	drain(t, mq)
-	got, _ = mq.Get(r.ID)
+	got, _ = mq.Get(context.Background(), r.ID)
 	if got.State != mailqueue.JobDeliveryUnknown || got.Code != codes.DeliveryUnknown {
 		t.Errorf("the run again: state %s, code %s; want delivery_unknown", got.State, got.Code)
 	}
@@ -92,7 +92,7 @@ func TestPipelineIdempotencyRetryAfterProvablyUnsent(t *testing.T) {
 		t.Fatal(err)
 	}
 	drain(t, mq)
-	got, _ := mq.Get(r.ID)
+	got, _ := mq.Get(context.Background(), r.ID)
 	if got.State != mailqueue.JobQueued || got.Code != codes.QueueSendFailed {
 		t.Fatalf("after the 451: state %s, code %s", got.State, got.Code)
 	}
@@ -102,7 +102,7 @@ func TestPipelineIdempotencyRetryAfterProvablyUnsent(t *testing.T) {
 	fc.Set(got.RunAt)
 	mq.Wake()
 	drain(t, mq)
-	if got, _ = mq.Get(r.ID); got.State != mailqueue.JobAccepted || len(ok.Messages()) != 1 {
+	if got, _ = mq.Get(context.Background(), r.ID); got.State != mailqueue.JobAccepted || len(ok.Messages()) != 1 {
 		t.Fatalf("after the retry: state %s, %d messages", got.State, len(ok.Messages()))
 	}
 	e, held := store.Get(r.ID)

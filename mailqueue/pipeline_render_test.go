@@ -99,14 +99,14 @@ func plTemplateJob(name string) *jobv1.Job {
 	}
 }
 
-func (s *plRenderSetup) run(t *testing.T, job *jobv1.Job) memory.Job {
+func (s *plRenderSetup) run(t *testing.T, job *jobv1.Job) mailqueue.JobRow {
 	t.Helper()
 	r, err := s.q.Enqueue(context.Background(), job)
 	if err != nil {
 		t.Fatal(err)
 	}
 	drain(t, s.mq)
-	got, _ := s.mq.Get(r.ID)
+	got, _ := s.mq.Get(context.Background(), r.ID)
 	return got
 }
 
@@ -137,8 +137,8 @@ func TestPipelineRenderFailures(t *testing.T) {
 		j := plTemplateJob(tc.template)
 		j.Locale = tc.locale
 		got := s.run(t, j)
-		if got.State != mailqueue.JobFailed || got.Code != codes.RenderFailed || got.Attempts != 1 {
-			t.Errorf("%s: state %s, code %s, attempts %d; want failed, render.failed, 1", tc.template, got.State, got.Code, got.Attempts)
+		if got.State != mailqueue.JobFailed || got.Code != codes.RenderFailed || got.Attempt != 1 {
+			t.Errorf("%s: state %s, code %s, attempts %d; want failed, render.failed, 1", tc.template, got.State, got.Code, got.Attempt)
 		}
 		for _, w := range tc.want {
 			if !strings.Contains(got.Reason, w) {
@@ -173,8 +173,8 @@ func TestPipelineNoRendererNoSubject(t *testing.T) {
 		t.Fatal(err)
 	}
 	startWorker(t, s.q, mailqueue.WorkerConfig{Transport: s.tr, Renderer: renderer})
-	if got := s.run(t, plTemplateJob("nosubject")); got.State != mailqueue.JobFailed || got.Code != codes.RenderNoSubject || got.Attempts != 1 {
-		t.Errorf("no subject: state %s, code %s, attempts %d", got.State, got.Code, got.Attempts)
+	if got := s.run(t, plTemplateJob("nosubject")); got.State != mailqueue.JobFailed || got.Code != codes.RenderNoSubject || got.Attempt != 1 {
+		t.Errorf("no subject: state %s, code %s, attempts %d", got.State, got.Code, got.Attempt)
 	}
 	// The job's subject stands in for the template's.
 	j := plTemplateJob("nosubject")
@@ -185,8 +185,8 @@ func TestPipelineNoRendererNoSubject(t *testing.T) {
 
 	s2 := plRender(t)
 	startWorker(t, s2.q, mailqueue.WorkerConfig{Transport: s2.tr})
-	if got := s2.run(t, plTemplateJob("hello")); got.State != mailqueue.JobFailed || got.Code != codes.RenderNoRenderer || got.Attempts != 1 {
-		t.Errorf("no renderer: state %s, code %s, attempts %d", got.State, got.Code, got.Attempts)
+	if got := s2.run(t, plTemplateJob("hello")); got.State != mailqueue.JobFailed || got.Code != codes.RenderNoRenderer || got.Attempt != 1 {
+		t.Errorf("no renderer: state %s, code %s, attempts %d", got.State, got.Code, got.Attempt)
 	}
 	if s.tr.Attempts() != 1 || s2.tr.Attempts() != 0 {
 		t.Errorf("sends: %d and %d, want 1 and 0", s.tr.Attempts(), s2.tr.Attempts())
@@ -229,16 +229,16 @@ func TestPipelineRenderOutageAndTimeoutRetry(t *testing.T) {
 			t.Fatal(err)
 		}
 		drain(t, mq)
-		got, _ := mq.Get(r.ID)
-		if got.State != mailqueue.JobQueued || got.Code != codes.RenderLoadFailed || got.Attempts != 1 || !got.RunAt.After(fc.Now()) {
-			t.Fatalf("during the outage: state %s, code %s, attempts %d, run at %v; want queued, render.load_failed, 1, later", got.State, got.Code, got.Attempts, got.RunAt)
+		got, _ := mq.Get(context.Background(), r.ID)
+		if got.State != mailqueue.JobQueued || got.Code != codes.RenderLoadFailed || got.Attempt != 1 || !got.RunAt.After(fc.Now()) {
+			t.Fatalf("during the outage: state %s, code %s, attempts %d, run at %v; want queued, render.load_failed, 1, later", got.State, got.Code, got.Attempt, got.RunAt)
 		}
 		fsys.down.Store(false)
 		fc.Set(got.RunAt)
 		mq.Wake()
 		drain(t, mq)
-		if got, _ = mq.Get(r.ID); got.State != mailqueue.JobAccepted || got.Attempts != 2 || tr.Attempts() != 1 {
-			t.Errorf("after the outage: state %s, attempts %d, sends %d", got.State, got.Attempts, tr.Attempts())
+		if got, _ = mq.Get(context.Background(), r.ID); got.State != mailqueue.JobAccepted || got.Attempt != 2 || tr.Attempts() != 1 {
+			t.Errorf("after the outage: state %s, attempts %d, sends %d", got.State, got.Attempt, tr.Attempts())
 		}
 	})
 	t.Run("timeout", func(t *testing.T) {
@@ -267,15 +267,15 @@ func TestPipelineRenderOutageAndTimeoutRetry(t *testing.T) {
 			t.Fatal(err)
 		}
 		drain(t, mq)
-		got, _ := mq.Get(r.ID)
-		if got.State != mailqueue.JobQueued || got.Code != codes.RenderTimeout || got.Attempts != 1 || !got.RunAt.After(fc.Now()) {
-			t.Fatalf("a render over its timeout: state %s, code %s, attempts %d; want queued, render.timeout, 1", got.State, got.Code, got.Attempts)
+		got, _ := mq.Get(context.Background(), r.ID)
+		if got.State != mailqueue.JobQueued || got.Code != codes.RenderTimeout || got.Attempt != 1 || !got.RunAt.After(fc.Now()) {
+			t.Fatalf("a render over its timeout: state %s, code %s, attempts %d; want queued, render.timeout, 1", got.State, got.Code, got.Attempt)
 		}
 		slow.Store(false)
 		fc.Set(got.RunAt)
 		mq.Wake()
 		drain(t, mq)
-		if got, _ = mq.Get(r.ID); got.State != mailqueue.JobAccepted || tr.Attempts() != 1 {
+		if got, _ = mq.Get(context.Background(), r.ID); got.State != mailqueue.JobAccepted || tr.Attempts() != 1 {
 			t.Errorf("after the timeout: state %s, sends %d", got.State, tr.Attempts())
 		}
 	})

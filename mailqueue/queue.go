@@ -88,50 +88,71 @@ type Queue struct {
 	log *slog.Logger
 }
 
-// New returns a Queue. It returns an error when Driver is nil, IDSecret is
-// shorter than 32 bytes, a size is negative, or DeriveID does not give the
-// same id for the same seed.
+// New returns a Queue. It returns an *OptionError when Driver is nil,
+// MaxAttempts is not within 1 to 100, a size is negative or IDSecret is
+// shorter than 32 bytes; and an error when a signing key is refused or
+// DeriveID does not give the same id for the same seed.
 func New(cfg Config) (*Queue, error) {
-	if cfg.Driver == nil {
-		return nil, errors.New("mailqueue: Config.Driver is required")
-	}
-	if cfg.Namespace == "" {
-		cfg.Namespace = DefaultNamespace
-	}
-	if cfg.MaxAttempts == 0 {
-		cfg.MaxAttempts = DefaultMaxAttempts
-	}
-	if cfg.MaxJobBytes == 0 {
-		cfg.MaxJobBytes = DefaultMaxJobBytes
-	}
-	if cfg.MaxInlineAttachmentBytes == 0 {
-		cfg.MaxInlineAttachmentBytes = DefaultMaxInlineAttachmentBytes
-	}
-	if cfg.MaxAttempts < 1 || cfg.MaxAttempts > 100 || cfg.MaxJobBytes < 0 || cfg.MaxInlineAttachmentBytes < 0 {
-		return nil, errors.New("mailqueue: MaxAttempts must be 1 to 100 and the sizes positive")
-	}
-	if cfg.IDSecret != nil && len(cfg.IDSecret) < 32 {
-		return nil, errors.New("mailqueue: Config.IDSecret must be at least 32 bytes")
-	}
-	if err := checkSigningKeys(cfg.SigningKeys); err != nil {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
 		return nil, err
-	}
-	if cfg.GenerateID == nil {
-		cfg.GenerateID = uuid.NewString
-	}
-	if cfg.DeriveID == nil {
-		cfg.DeriveID = DeriveUUID
-	}
-	if err := checkDeriveID(cfg.DeriveID); err != nil {
-		return nil, err
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real()
 	}
 	return &Queue{cfg: cfg, log: cfg.Logger}, nil
+}
+
+// withDefaults returns a copy of the config whose zero fields take their
+// defaults. It leaves the values out of range to validate.
+func (c Config) withDefaults() Config {
+	if c.Namespace == "" {
+		c.Namespace = DefaultNamespace
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.MaxJobBytes == 0 {
+		c.MaxJobBytes = DefaultMaxJobBytes
+	}
+	if c.MaxInlineAttachmentBytes == 0 {
+		c.MaxInlineAttachmentBytes = DefaultMaxInlineAttachmentBytes
+	}
+	if c.GenerateID == nil {
+		c.GenerateID = uuid.NewString
+	}
+	if c.DeriveID == nil {
+		c.DeriveID = DeriveUUID
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real()
+	}
+	return c
+}
+
+// validate refuses a config New cannot honour, naming the field and its
+// value (never a secret's bytes).
+func (c Config) validate() error {
+	const pkg = "mailqueue"
+	if c.Driver == nil {
+		return &OptionError{Package: pkg, Option: "Config.Driver", Rule: "is required"}
+	}
+	if c.MaxAttempts < 1 || c.MaxAttempts > 100 {
+		return &OptionError{Package: pkg, Option: "Config.MaxAttempts", Value: c.MaxAttempts, Rule: "is not within 1 to 100"}
+	}
+	if err := CheckNotNegative(pkg, "Config.MaxJobBytes", c.MaxJobBytes); err != nil {
+		return err
+	}
+	if err := CheckNotNegative(pkg, "Config.MaxInlineAttachmentBytes", c.MaxInlineAttachmentBytes); err != nil {
+		return err
+	}
+	if c.IDSecret != nil && len(c.IDSecret) < 32 {
+		return &OptionError{Package: pkg, Option: "Config.IDSecret", Rule: fmt.Sprintf("is %d bytes, shorter than 32", len(c.IDSecret))}
+	}
+	if err := checkSigningKeys(c.SigningKeys); err != nil {
+		return err
+	}
+	return checkDeriveID(c.DeriveID)
 }
 
 // Result is what an enqueue did.
@@ -279,7 +300,7 @@ func (q *Queue) Resume(ctx context.Context) error {
 	if !ok {
 		return errors.New("mailqueue: the driver cannot pause")
 	}
-	return p.Resume(ctx, false, "")
+	return p.Resume(ctx, ResumeParams{})
 }
 
 // ResumeTenant ends a pause of a tenant's jobs before its time ("" is the
@@ -289,5 +310,5 @@ func (q *Queue) ResumeTenant(ctx context.Context, tenantID string) error {
 	if !ok {
 		return errors.New("mailqueue: the driver cannot pause")
 	}
-	return p.Resume(ctx, true, tenantID)
+	return p.Resume(ctx, ResumeParams{Tenant: true, TenantID: tenantID})
 }

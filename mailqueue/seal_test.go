@@ -50,15 +50,15 @@ func TestSealedJobKeepsNothingInClear(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, _ := mq.Get(r.ID)
+	raw, _ := mq.Data(context.Background(), r.ID)
 	for _, s := range []string{"ada.lovelace", "audit@", "example", "SUBJ-7f3a", "TOKEN-9c1e", "CTX-VALUE-42d1", "HEADER-5e2b", "secret-name", "ATTACHMENT-BYTES",
 		base64.StdEncoding.EncodeToString([]byte("ATTACHMENT-BYTES")), "reset:1", "template", "content"} {
-		if bytes.Contains(raw.Data, []byte(s)) {
-			t.Errorf("the stored job holds %q in clear: %s", s, raw.Data)
+		if bytes.Contains(raw, []byte(s)) {
+			t.Errorf("the stored job holds %q in clear: %s", s, raw)
 		}
 	}
 	var stored map[string]any
-	if err := json.Unmarshal(raw.Data, &stored); err != nil {
+	if err := json.Unmarshal(raw, &stored); err != nil {
 		t.Fatal(err)
 	}
 	names := make([]string, 0, len(stored))

@@ -30,9 +30,9 @@ func TestSignedJobIsSentWithKidAndMac(t *testing.T) {
 	}
 	// Read the stored job before a worker runs it: an accepted job drops
 	// its data (RetainData "failed").
-	got, _ := mq.Get(r.ID)
+	got, _ := mq.Data(context.Background(), r.ID)
 	var stored jobv1.Job
-	if err := jsonUnmarshal(got.Data, &stored); err != nil {
+	if err := jsonUnmarshal(got, &stored); err != nil {
 		t.Fatal(err)
 	}
 	if stored.KID != "2026-10" || !macText.MatchString(stored.MAC) {
@@ -89,7 +89,7 @@ func TestSignatureInvalidFailsUnsent(t *testing.T) {
 		startWorker(t, q, mailqueue.WorkerConfig{Transport: mmemory.New()})
 		writeRaw(t, mq, "signed", signed)
 		drain(t, mq)
-		if got, _ := mq.Get("signed"); got.State != mailqueue.JobAccepted {
+		if got, _ := mq.Get(context.Background(), "signed"); got.State != mailqueue.JobAccepted {
 			t.Errorf("%s: the signed job is %s (%s)", name, got.State, got.Code)
 		}
 	}
@@ -141,8 +141,8 @@ func TestKeyRotation(t *testing.T) {
 	during := enqueue(oldProducer, "during")
 	newProducer := queueOf(new, old)
 	fresh := enqueue(newProducer, "fresh")
-	if got, _ := mq.Get(fresh); !strings.Contains(string(got.Data), `"kid":"2026-10"`) {
-		t.Errorf("the new producer did not sign with the new key: %s", got.Data)
+	if got, _ := mq.Data(context.Background(), fresh); !strings.Contains(string(got), `"kid":"2026-10"`) {
+		t.Errorf("the new producer did not sign with the new key: %s", got)
 	}
 	work(queueOf(new, old))
 	wantJob(t, mq, during, mailqueue.JobAccepted, 1, "")

@@ -25,11 +25,11 @@ func produce(t *testing.T, cfg mailqueue.Config, job *jobv1.Job) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, ok := mq.Get(r.ID)
-	if !ok || got.Data == nil {
-		t.Fatal("the produced job is not stored")
+	got, err := mq.Data(context.Background(), r.ID)
+	if err != nil {
+		t.Fatalf("the produced job is not stored: %v", err)
 	}
-	return got.Data
+	return got
 }
 
 // writeRaw writes data straight into the memory queue's source, as whoever
@@ -63,12 +63,12 @@ func editJSON(t *testing.T, data []byte, f func(m map[string]any)) []byte {
 // wantJob checks a job's state, attempts spent and code.
 func wantJob(t *testing.T, mq *memory.Queue, id string, state mailqueue.JobState, attempts int, code codes.Code) {
 	t.Helper()
-	got, ok := mq.Get(id)
-	if !ok {
-		t.Fatalf("job %s is not stored", id)
+	got, err := mq.Get(context.Background(), id)
+	if err != nil {
+		t.Fatalf("job %s is not stored: %v", id, err)
 	}
-	if got.State != state || got.Attempts != attempts || got.Code != code {
-		t.Fatalf("job %s: state %s, attempts %d, code %s; want %s, %d, %s (%s)", id, got.State, got.Attempts, got.Code, state, attempts, code, got.Reason)
+	if got.State != state || got.Attempt != attempts || got.Code != code {
+		t.Fatalf("job %s: state %s, attempts %d, code %s; want %s, %d, %s (%s)", id, got.State, got.Attempt, got.Code, state, attempts, code, got.Reason)
 	}
 }
 
@@ -250,9 +250,9 @@ func TestGenerateIDDrawsTheKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _ := mq.Get(r.ID)
+	got, _ := mq.Data(context.Background(), r.ID)
 	var stored jobv1.Job
-	if err := json.Unmarshal(got.Data, &stored); err != nil {
+	if err := json.Unmarshal(got, &stored); err != nil {
 		t.Fatal(err)
 	}
 	if stored.IdempotencyKey != "drawn-x" || n != 1 {

@@ -154,46 +154,62 @@ type Worker struct {
 	closed bool
 }
 
-// NewWorker returns a worker of the queue's jobs. It returns an error when
-// the transport is missing or a field is out of range.
+// NewWorker returns a worker of the queue's jobs. It returns an
+// *OptionError when the transport is missing, a number or a duration is
+// negative, or a policy is not one of its constants.
 func (q *Queue) NewWorker(cfg WorkerConfig) (*Worker, error) {
-	if cfg.Transport == nil {
-		return nil, errors.New("mailqueue: WorkerConfig.Transport is required")
-	}
-	if cfg.Concurrency == 0 {
-		cfg.Concurrency = 1
-	}
-	if cfg.OperatorDelay == 0 {
-		cfg.OperatorDelay = DefaultOperatorDelay
-	}
-	if cfg.MaxRedeliveries == 0 {
-		cfg.MaxRedeliveries = DefaultMaxRedeliveries
-	}
-	if cfg.Backoff == nil {
-		cfg.Backoff = Backoff
-	}
-	if cfg.RateLimitScope == "" {
-		cfg.RateLimitScope = RateLimitJob
-	}
-	switch cfg.RateLimitScope {
-	case RateLimitJob, RateLimitQueue, RateLimitTenant:
-	default:
-		return nil, fmt.Errorf("mailqueue: unknown RateLimitScope %q", cfg.RateLimitScope)
-	}
-	if cfg.Redelivered == "" {
-		cfg.Redelivered = RedeliveredSend
-	}
-	if cfg.Concurrency < 0 || cfg.OperatorDelay < 0 || cfg.MaxRedeliveries < 0 {
-		return nil, errors.New("mailqueue: Concurrency, OperatorDelay and MaxRedeliveries must not be negative")
-	}
-	if cfg.Redelivered != RedeliveredSend && cfg.Redelivered != RedeliveredDeliveryUnknown {
-		return nil, fmt.Errorf("mailqueue: unknown Redelivered policy %q", cfg.Redelivered)
-	}
-	if err := cfg.Breaker.check(); err != nil {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	cfg.Breaker = cfg.Breaker.withDefaults()
 	return &Worker{q: q, cfg: cfg, log: q.log, br: newBreaker(cfg.Breaker, q.cfg.Clock, q.log, cfg.Transport)}, nil
+}
+
+// withDefaults returns a copy of the config whose zero fields take their
+// defaults. It leaves the values out of range to validate.
+func (c WorkerConfig) withDefaults() WorkerConfig {
+	if c.Concurrency == 0 {
+		c.Concurrency = 1
+	}
+	if c.OperatorDelay == 0 {
+		c.OperatorDelay = DefaultOperatorDelay
+	}
+	if c.MaxRedeliveries == 0 {
+		c.MaxRedeliveries = DefaultMaxRedeliveries
+	}
+	if c.Backoff == nil {
+		c.Backoff = Backoff
+	}
+	if c.RateLimitScope == "" {
+		c.RateLimitScope = RateLimitJob
+	}
+	if c.Redelivered == "" {
+		c.Redelivered = RedeliveredSend
+	}
+	c.Breaker = c.Breaker.withDefaults()
+	return c
+}
+
+// validate refuses a config NewWorker cannot honour, naming the field and
+// its value.
+func (c WorkerConfig) validate() error {
+	const pkg = "mailqueue"
+	if c.Transport == nil {
+		return &OptionError{Package: pkg, Option: "WorkerConfig.Transport", Rule: "is required"}
+	}
+	for _, err := range []error{
+		CheckNotNegative(pkg, "WorkerConfig.Concurrency", c.Concurrency),
+		CheckNotNegative(pkg, "WorkerConfig.OperatorDelay", c.OperatorDelay),
+		CheckNotNegative(pkg, "WorkerConfig.MaxRedeliveries", c.MaxRedeliveries),
+		CheckOneOf(pkg, "WorkerConfig.RateLimitScope", c.RateLimitScope, RateLimitJob, RateLimitQueue, RateLimitTenant),
+		CheckOneOf(pkg, "WorkerConfig.Redelivered", c.Redelivered, RedeliveredSend, RedeliveredDeliveryUnknown),
+		c.Breaker.validate(),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Start starts running jobs on the queue's driver. It returns at once.
@@ -611,7 +627,7 @@ func (w *Worker) fail(ctx context.Context, r *run, code codes.Code, state codes.
 	if state == codes.StateDeliveryUnknown {
 		as = AuditDeliveryUnknown
 	}
-	w.audit(ctx, r, as, code, reason)
+	_ = w.audit(ctx, r, as, code, reason) // a failure is logged and warned by audit; only "submitted" stops a run
 	return Outcome{Action: Fail, State: state, Code: code, Reason: reason}
 }
 

@@ -120,9 +120,9 @@ func TestWorkerSendsThroughSMTP(t *testing.T) {
 	}
 	drain(t, mq)
 
-	got, _ := mq.Get(r.ID)
-	if got.State != mailqueue.JobAccepted || got.Attempts != 1 {
-		t.Fatalf("job %s after one run: state %s, attempts %d; want accepted, 1 (%s %s)", r.ID, got.State, got.Attempts, got.Code, got.Reason)
+	got, _ := mq.Get(context.Background(), r.ID)
+	if got.State != mailqueue.JobAccepted || got.Attempt != 1 {
+		t.Fatalf("job %s after one run: state %s, attempts %d; want accepted, 1 (%s %s)", r.ID, got.State, got.Attempt, got.Code, got.Reason)
 	}
 	msgs := srv.Messages()
 	if len(msgs) != 1 {
@@ -161,9 +161,9 @@ func TestWorkerSendsThroughSMTP(t *testing.T) {
 	if len(data["image/png"]) != 1 || !bytes.Equal(data["image/png"][0], png) {
 		t.Errorf("the image's bytes did not arrive whole: %q", data["image/png"])
 	}
-	stored, _ := mq.Get(r.ID)
+	stored, _ := mq.Data(context.Background(), r.ID)
 	var sj jobv1.Job
-	_ = jsonUnmarshal(stored.Data, &sj)
+	_ = jsonUnmarshal(stored, &sj)
 	if cid := ps["image/png"][0].Header.Get("Content-Id"); cid != "<"+sj.Attachments[0].ContentID+">" {
 		t.Errorf("Content-ID %q, want the one fixed at enqueue %q", cid, sj.Attachments[0].ContentID)
 	}
@@ -198,9 +198,9 @@ func TestRetryableFailureRetriesAfterBackoffWithTheSameMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	drain(t, mq)
-	got, _ := mq.Get(r.ID)
-	if got.State != mailqueue.JobQueued || got.Attempts != 1 || got.Code != codes.QueueSendFailed {
-		t.Fatalf("after a 451: state %s, attempts %d, code %s; want queued, 1, queue.send_failed", got.State, got.Attempts, got.Code)
+	got, _ := mq.Get(context.Background(), r.ID)
+	if got.State != mailqueue.JobQueued || got.Attempt != 1 || got.Code != codes.QueueSendFailed {
+		t.Fatalf("after a 451: state %s, attempts %d, code %s; want queued, 1, queue.send_failed", got.State, got.Attempt, got.Code)
 	}
 	delay := got.RunAt.Sub(fc.Now())
 	if delay < 0 || delay > mailqueue.BackoffBase {
@@ -216,9 +216,9 @@ func TestRetryableFailureRetriesAfterBackoffWithTheSameMessage(t *testing.T) {
 	fc.Set(got.RunAt)
 	mq.Wake()
 	drain(t, mq)
-	got, _ = mq.Get(r.ID)
-	if got.State != mailqueue.JobAccepted || got.Attempts != 2 {
-		t.Fatalf("after the retry: state %s, attempts %d", got.State, got.Attempts)
+	got, _ = mq.Get(context.Background(), r.ID)
+	if got.State != mailqueue.JobAccepted || got.Attempt != 2 {
+		t.Fatalf("after the retry: state %s, attempts %d", got.State, got.Attempt)
 	}
 	first, second := busy.Messages(), ok.Messages()
 	if len(first) != 1 || len(second) != 1 {
@@ -241,9 +241,9 @@ func TestRefusedMessageFailsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	drain(t, mq)
-	got, _ := mq.Get(r.ID)
-	if got.State != mailqueue.JobFailed || got.Attempts != 1 || got.Code != codes.QueueMessageRefused {
-		t.Fatalf("state %s, attempts %d, code %s; want failed, 1, queue.message_refused", got.State, got.Attempts, got.Code)
+	got, _ := mq.Get(context.Background(), r.ID)
+	if got.State != mailqueue.JobFailed || got.Attempt != 1 || got.Code != codes.QueueMessageRefused {
+		t.Fatalf("state %s, attempts %d, code %s; want failed, 1, queue.message_refused", got.State, got.Attempt, got.Code)
 	}
 	if strings.Contains(got.Reason, "ada@example.com") {
 		t.Errorf("the reason quotes the address: %q", got.Reason)
@@ -299,10 +299,10 @@ func TestCloseWaitsForTheJobsInFlight(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if got, _ := mq.Get(r.ID); got.State != mailqueue.JobAccepted {
+	if got, _ := mq.Get(context.Background(), r.ID); got.State != mailqueue.JobAccepted {
 		t.Errorf("the job in flight: %s, want accepted", got.State)
 	}
-	if got, _ := mq.Get(rl.ID); got.State != mailqueue.JobQueued || got.Attempts != 0 {
-		t.Errorf("the job enqueued during Close: %s after %d attempts, want queued, 0", got.State, got.Attempts)
+	if got, _ := mq.Get(context.Background(), rl.ID); got.State != mailqueue.JobQueued || got.Attempt != 0 {
+		t.Errorf("the job enqueued during Close: %s after %d attempts, want queued, 0", got.State, got.Attempt)
 	}
 }

@@ -127,8 +127,7 @@ func (g *fastGen) body(s *node) ([]jen.Code, error) {
 	groups := []keywordGroup{
 		g.refKeyword, typeKeyword, constKeyword, enumKeyword,
 		func(s *node, handled map[string]bool) ([]jen.Code, bool, error) {
-			checks, err := g.stringKeywords(s, handled)
-			return checks, true, err
+			return g.stringKeywords(s, handled), true, nil
 		},
 		func(s *node, handled map[string]bool) ([]jen.Code, bool, error) {
 			checks, ok := g.numberKeywords(s, handled)
@@ -285,9 +284,9 @@ func (g *fastGen) classRepeat(pattern string) (jen.Code, bool) {
 		if !strings.HasPrefix(name, "fastClass") {
 			return nil, false
 		}
-		return g.repeatCall(name, pattern), true
+		return g.repeatCall(name), true
 	}
-	cls, min, max, ok := classOf(pattern)
+	cls, least, most, ok := classOf(pattern)
 	if !ok {
 		return nil, false
 	}
@@ -298,23 +297,23 @@ func (g *fastGen) classRepeat(pattern string) (jen.Code, bool) {
 		Var().Id(name).Op("=").Op("&").Qual(schemafastPkg, "Class").Values(jen.Dict{
 		jen.Id("Lo"): jen.Lit(lo), jen.Id("Hi"): jen.Lit(hi), jen.Id("NonASCII"): jen.Lit(nonASCII),
 	}).Line())
-	g.repeats[name] = [2]int{min, max}
-	return g.repeatCall(name, pattern), true
+	g.repeats[name] = [2]int{least, most}
+	return g.repeatCall(name), true
 }
 
-func (g *fastGen) repeatCall(name, pattern string) jen.Code {
+func (g *fastGen) repeatCall(name string) jen.Code {
 	b := g.repeats[name]
 	return jen.Qual(schemafastPkg, "Repeat").Call(jen.Id("s"), jen.Id(name), jen.Lit(b[0]), jen.Lit(b[1]))
 }
 
 // stringKeywords compiles minLength, maxLength, pattern, format and
 // contentEncoding: they apply to strings only.
-func (g *fastGen) stringKeywords(s *node, handled map[string]bool) ([]jen.Code, error) {
+func (g *fastGen) stringKeywords(s *node, handled map[string]bool) []jen.Code {
 	var checks []jen.Code
 	minL, hasMin, ok1 := intKw(s, "minLength", handled)
 	maxL, hasMax, ok2 := intKw(s, "maxLength", handled)
 	if !ok1 || !ok2 {
-		return no(), nil
+		return no()
 	}
 	if hasMin || hasMax {
 		if !hasMax {
@@ -338,20 +337,20 @@ func (g *fastGen) stringKeywords(s *node, handled map[string]bool) ([]jen.Code, 
 		case "mailbox":
 			checks = append(checks, jen.If(jen.Id("validateMailbox").Call(jen.Id("s")).Op("!=").Nil()).Block(jen.Return(jen.False())))
 		default:
-			return no(), nil
+			return no()
 		}
 	}
 	if e, ok := s.getStr("contentEncoding"); ok {
 		handled["contentEncoding"] = true
 		if e != "base64" {
-			return no(), nil
+			return no()
 		}
 		checks = append(checks, jen.If(jen.Op("!").Qual(schemafastPkg, "Base64").Call(jen.Id("s"))).Block(jen.Return(jen.False())))
 	}
 	if len(checks) == 0 {
-		return nil, nil
+		return nil
 	}
-	return []jen.Code{jen.If(jen.List(jen.Id("s"), jen.Id("ok")).Op(":=").Id("v").Assert(jen.String()), jen.Id("ok")).Block(checks...)}, nil
+	return []jen.Code{jen.If(jen.List(jen.Id("s"), jen.Id("ok")).Op(":=").Id("v").Assert(jen.String()), jen.Id("ok")).Block(checks...)}
 }
 
 // numberKeywords compiles minimum and maximum, on integers.
@@ -625,8 +624,8 @@ func (g *fastGen) exact(s *node) (jen.Code, bool) {
 
 // classOf reads a pattern of the shape ^[class]{min,max}$ (or *, +) whose
 // class is decided by its ASCII characters: it holds every character beyond
-// ASCII, or none. max < 0 is no maximum.
-func classOf(pattern string) (cls schemafast.Class, min, max int, ok bool) {
+// ASCII, or none. most < 0 is no maximum.
+func classOf(pattern string) (cls schemafast.Class, least, most int, ok bool) {
 	re, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil || re.Op != syntax.OpConcat || len(re.Sub) != 3 ||
 		re.Sub[0].Op != syntax.OpBeginText || re.Sub[2].Op != syntax.OpEndText {
@@ -635,11 +634,11 @@ func classOf(pattern string) (cls schemafast.Class, min, max int, ok bool) {
 	rep := re.Sub[1]
 	switch rep.Op {
 	case syntax.OpStar:
-		min, max = 0, -1
+		least, most = 0, -1
 	case syntax.OpPlus:
-		min, max = 1, -1
+		least, most = 1, -1
 	case syntax.OpRepeat:
-		min, max = rep.Min, rep.Max
+		least, most = rep.Min, rep.Max
 	default:
 		return cls, 0, 0, false
 	}
@@ -667,5 +666,5 @@ func classOf(pattern string) (cls schemafast.Class, min, max int, ok bool) {
 			}
 		}
 	}
-	return schemafast.Class{Lo: lo, Hi: hi, NonASCII: nonASCII}, min, max, true
+	return schemafast.Class{Lo: lo, Hi: hi, NonASCII: nonASCII}, least, most, true
 }

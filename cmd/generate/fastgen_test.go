@@ -35,7 +35,7 @@ func TestClassOfAgreesWithRegexp(t *testing.T) {
 	alphabet := []string{"a", "Z", "0", "9", "f", "g", ".", "-", "_", ":", ";", "/", "\\", " ", "\t", "\r", "\n", "\x00", "\x07", "\x7f", "~", "!", "é", "€", "😀", "\xff", "\xc3"}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, tc := range classPatterns {
-		cls, min, max, ok := classOf(tc.pattern)
+		cls, least, most, ok := classOf(tc.pattern)
 		if ok != tc.takes {
 			t.Errorf("classOf(%q) takes it: %t, want %t", tc.pattern, ok, tc.takes)
 			continue
@@ -53,7 +53,7 @@ func TestClassOfAgreesWithRegexp(t *testing.T) {
 			for j := 0; j < n; j++ {
 				s += alphabet[rng.IntN(len(alphabet))]
 			}
-			if got, want := schemafast.Repeat(s, &cls, min, max), re.MatchString(s); got != want {
+			if got, want := schemafast.Repeat(s, &cls, least, most), re.MatchString(s); got != want {
 				t.Fatalf("%q on %q: Repeat %t, regexp %t", tc.pattern, s, got, want)
 			}
 		}
@@ -66,11 +66,11 @@ func FuzzClassOf(f *testing.F) {
 	f.Add("a\r\nb", uint8(4))
 	f.Fuzz(func(t *testing.T, s string, which uint8) {
 		tc := classPatterns[int(which)%len(classPatterns)]
-		cls, min, max, ok := classOf(tc.pattern)
+		cls, least, most, ok := classOf(tc.pattern)
 		if !ok {
 			return
 		}
-		if got, want := schemafast.Repeat(s, &cls, min, max), regexp.MustCompile(tc.pattern).MatchString(s); got != want {
+		if got, want := schemafast.Repeat(s, &cls, least, most), regexp.MustCompile(tc.pattern).MatchString(s); got != want {
 			t.Fatalf("%q on %q: Repeat %t, regexp %t", tc.pattern, s, got, want)
 		}
 	})

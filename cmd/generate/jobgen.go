@@ -194,8 +194,8 @@ func (m *jobModel) decodeFile() *jen.File {
 // decodeDecl declares Decode, which decodes the JSON of a job with
 // encoding/json into the clear or the sealed type.
 func (m *jobModel) decodeDecl(f *jen.File) {
-	clear, sealed := m.clear.name, m.sealed.name
-	f.Comment(comment(fmt.Sprintf("Decode decodes data, the JSON of one job, into a %s when it has %s (the sealed shape) or else into a %s (the clear shape); the other result is nil. It does not validate: call Validate first. It is strict: a property the Go type does not have is an error, and so is data after the job. Numbers in maps of any type (a job's context) decode as json.Number, so they encode again as they were.", sealed, strconv.Quote(m.discriminator), clear)))
+	clearName, sealed := m.clear.name, m.sealed.name
+	f.Comment(comment(fmt.Sprintf("Decode decodes data, the JSON of one job, into a %s when it has %s (the sealed shape) or else into a %s (the clear shape); the other result is nil. It does not validate: call Validate first. It is strict: a property the Go type does not have is an error, and so is data after the job. Numbers in maps of any type (a job's context) decode as json.Number, so they encode again as they were.", sealed, strconv.Quote(m.discriminator), clearName)))
 	decodeInto := func(v string) jen.Code {
 		return jen.Block(
 			jen.Id("dec").Op(":=").Qual("encoding/json", "NewDecoder").Call(jen.Qual("bytes", "NewReader").Call(jen.Id("data"))),
@@ -207,7 +207,7 @@ func (m *jobModel) decodeDecl(f *jen.File) {
 			jen.Return(jen.Nil()),
 		)
 	}
-	f.Func().Id("Decode").Params(jen.Id("data").Index().Byte()).Params(jen.Op("*").Id(clear), jen.Op("*").Id(sealed), jen.Error()).Block(
+	f.Func().Id("Decode").Params(jen.Id("data").Index().Byte()).Params(jen.Op("*").Id(clearName), jen.Op("*").Id(sealed), jen.Error()).Block(
 		jen.Var().Id("probe").Map(jen.String()).Qual("encoding/json", "RawMessage"),
 		jen.If(jen.Err().Op(":=").Qual("encoding/json", "Unmarshal").Call(jen.Id("data"), jen.Op("&").Id("probe")), jen.Err().Op("!=").Nil()).Block(
 			jen.Return(jen.Nil(), jen.Nil(), jen.Qual("fmt", "Errorf").Call(jen.Lit(m.pkg+": decoding a job: %w"), jen.Err())),
@@ -223,7 +223,7 @@ func (m *jobModel) decodeDecl(f *jen.File) {
 			),
 			jen.Return(jen.Nil(), jen.Op("&").Id("s"), jen.Nil()),
 		),
-		jen.Var().Id("j").Id(clear),
+		jen.Var().Id("j").Id(clearName),
 		jen.If(jen.Err().Op(":=").Id("decode").Call(jen.Op("&").Id("j")), jen.Err().Op("!=").Nil()).Block(
 			jen.Return(jen.Nil(), jen.Nil(), jen.Err()),
 		),
@@ -234,10 +234,10 @@ func (m *jobModel) decodeDecl(f *jen.File) {
 // valueDecls declares DecodeValue and EncodeValue, which go between a job
 // and its JSON value through the functions of encodeFuncs and decodeFuncs.
 func (m *jobModel) valueDecls(f *jen.File) {
-	clear, sealed := m.clear.name, m.sealed.name
+	clearName, sealed := m.clear.name, m.sealed.name
 	f.Line()
-	f.Comment(comment(fmt.Sprintf("DecodeValue decodes v, the JSON object of one job as encoding/json decodes it with UseNumber (the value ValidateValue took), as Decode decodes the object's JSON, without encoding and decoding it again: into a %s when it has %s, else into a %s. It does not validate, and it keeps v's maps (a job's context) without copying them.", sealed, strconv.Quote(m.discriminator), clear)))
-	f.Func().Id("DecodeValue").Params(jen.Id("v").Map(jen.String()).Any()).Params(jen.Op("*").Id(clear), jen.Op("*").Id(sealed), jen.Error()).Block(
+	f.Comment(comment(fmt.Sprintf("DecodeValue decodes v, the JSON object of one job as encoding/json decodes it with UseNumber (the value ValidateValue took), as Decode decodes the object's JSON, without encoding and decoding it again: into a %s when it has %s, else into a %s. It does not validate, and it keeps v's maps (a job's context) without copying them.", sealed, strconv.Quote(m.discriminator), clearName)))
+	f.Func().Id("DecodeValue").Params(jen.Id("v").Map(jen.String()).Any()).Params(jen.Op("*").Id(clearName), jen.Op("*").Id(sealed), jen.Error()).Block(
 		jen.Id("d").Op(":=").Op("&").Qual(schemafastPkg, "Decoder").Values(),
 		jen.If(jen.List(jen.Id("_"), jen.Id("ok")).Op(":=").Id("v").Index(jen.Lit(m.discriminator)), jen.Id("ok")).Block(
 			jen.Id("s").Op(":=").Id("decode"+sealed).Call(jen.Id("d"), jen.Id("v")),
@@ -246,17 +246,17 @@ func (m *jobModel) valueDecls(f *jen.File) {
 			),
 			jen.Return(jen.Nil(), jen.Id("s"), jen.Nil()),
 		),
-		jen.Id("j").Op(":=").Id("decode"+clear).Call(jen.Id("d"), jen.Id("v")),
+		jen.Id("j").Op(":=").Id("decode"+clearName).Call(jen.Id("d"), jen.Id("v")),
 		jen.If(jen.Err().Op(":=").Id("d").Dot("Err").Call(), jen.Err().Op("!=").Nil()).Block(
 			jen.Return(jen.Nil(), jen.Nil(), jen.Qual("fmt", "Errorf").Call(jen.Lit(m.pkg+": decoding a job: %w"), jen.Err())),
 		),
 		jen.Return(jen.Id("j"), jen.Nil(), jen.Nil()),
 	)
 	f.Line()
-	f.Comment(comment(fmt.Sprintf("EncodeValue returns j as the JSON object encoding/json would decode its JSON into with UseNumber, without writing and reading the JSON: what ValidateValue and the hash take. ok is false when a value cannot be turned exactly (a context holding a struct, a pointer or a typed map or slice other than of strings): encode j with encoding/json then.")))
-	f.Func().Id("EncodeValue").Params(jen.Id("j").Op("*").Id(clear)).Params(jen.Id("v").Map(jen.String()).Any(), jen.Id("ok").Bool()).Block(
+	f.Comment(comment("EncodeValue returns j as the JSON object encoding/json would decode its JSON into with UseNumber, without writing and reading the JSON: what ValidateValue and the hash take. ok is false when a value cannot be turned exactly (a context holding a struct, a pointer or a typed map or slice other than of strings): encode j with encoding/json then."))
+	f.Func().Id("EncodeValue").Params(jen.Id("j").Op("*").Id(clearName)).Params(jen.Id("v").Map(jen.String()).Any(), jen.Id("ok").Bool()).Block(
 		jen.Id("e").Op(":=").Op("&").Qual(schemafastPkg, "Encoder").Values(),
-		jen.Id("v").Op("=").Id("encode"+clear).Call(jen.Id("e"), jen.Id("j")),
+		jen.Id("v").Op("=").Id("encode"+clearName).Call(jen.Id("e"), jen.Id("j")),
 		jen.Return(jen.Id("v"), jen.Id("e").Dot("OK").Call()),
 	)
 }

@@ -84,10 +84,7 @@ func Generate(schema fs.FS) (map[string][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rendering gen/codes: %w", err)
 	}
-	ts, err := m.tsFile()
-	if err != nil {
-		return nil, fmt.Errorf("rendering the TypeScript declarations: %w", err)
-	}
+	ts := m.tsFile()
 	out["gen/typescript/"+strings.TrimSuffix(jobFile, ".json")+".d.ts"] = ts
 	out["gen/codes/codes.gen.go"] = b
 	out["docs/codes.md"] = codesMarkdown(codes)

@@ -10,7 +10,7 @@ import (
 // tsFile returns the TypeScript declarations of the job's types, for
 // producers in Node (gen/typescript/job.v1.d.ts). They say the shapes only;
 // the schema and the vectors say the rest (docs/wire.md).
-func (m *jobModel) tsFile() ([]byte, error) {
+func (m *jobModel) tsFile() []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "// %s\n// %s\n\n", header, sourceLine(m.file))
 	fmt.Fprintf(&b, "// The types of the mail job format of schema/%s, for producers in\n", m.file)
@@ -40,7 +40,7 @@ func (m *jobModel) tsFile() ([]byte, error) {
 	}
 	fmt.Fprintf(&b, "\n/** A job as a store holds it: the clear shape or the sealed one (with %s). */\n", m.discriminator)
 	fmt.Fprintf(&b, "export type StoredJob = %s | %s;\n", m.clear.name, m.sealed.name)
-	return b.Bytes(), nil
+	return b.Bytes()
 }
 
 func writeTSDoc(b *bytes.Buffer, indent, doc string) {

@@ -12,7 +12,7 @@ var (
 	id   = jen.Id
 	lit  = jen.Lit
 	ret  = jen.Return
-	err_ = jen.Err
+	errID = jen.Err
 )
 
 func q(path, name string) *jen.Statement { return jen.Qual(path, name) }
@@ -21,7 +21,7 @@ func kindQ(name string) *jen.Statement { return jen.Op("*").Qual(kindPkg, name) 
 
 // ifErr is "if err := call; err != nil { body }".
 func ifErr(call jen.Code, body ...jen.Code) *jen.Statement {
-	return jen.If(err_().Op(":=").Add(call), err_().Op("!=").Nil()).Block(body...)
+	return jen.If(errID().Op(":=").Add(call), errID().Op("!=").Nil()).Block(body...)
 }
 
 // validateFile is validate.gen.go: the error types, Validate and
@@ -99,7 +99,7 @@ func (m *jobModel) validateDecls(f *jen.File) {
 		id("dec").Dot("UseNumber").Call(),
 		jen.Var().Id("v").Any(),
 		ifErr(id("dec").Dot("Decode").Call(jen.Op("&").Id("v")), jsonErr("is not valid JSON")),
-		jen.If(jen.List(id("_"), err_()).Op(":=").Id("dec").Dot("Token").Call(), err_().Op("!=").Qual("io", "EOF")).Block(jsonErr("has data after the JSON value")),
+		jen.If(jen.List(id("_"), errID()).Op(":=").Id("dec").Dot("Token").Call(), errID().Op("!=").Qual("io", "EOF")).Block(jsonErr("has data after the JSON value")),
 		ret(id("ValidateValue").Call(id("v"))),
 	)
 
@@ -109,12 +109,12 @@ func (m *jobModel) validateDecls(f *jen.File) {
 	f.Func().Id("ValidateValue").Params(id("v").Any()).Error().Block(
 		jen.Comment("The fast path answers for the common, valid job; the library decides the rest."),
 		jen.If(id("fastValid").Call(id("v")).Op("&&").Len(id("checkReserved").Call(id("v"))).Op("==").Lit(0)).Block(jen.Return(jen.Nil())),
-		jen.List(id("sch"), err_()).Op(":=").Id("compiled").Call(),
-		jen.If(err_().Op("!=").Nil()).Block(jen.Panic(lit(pfx+"the embedded schema does not compile: ").Op("+").Err().Dot("Error").Call())),
+		jen.List(id("sch"), errID()).Op(":=").Id("compiled").Call(),
+		jen.If(errID().Op("!=").Nil()).Block(jen.Panic(lit(pfx+"the embedded schema does not compile: ").Op("+").Err().Dot("Error").Call())),
 		jen.Var().Id("errs").Index().Id("FieldError"),
 		ifErr(id("sch").Dot("Validate").Call(id("v")),
 			jen.Var().Id("verr").Op("*").Qual(jsonschemaPkg, "ValidationError"),
-			jen.If(q("errors", "As").Call(err_(), jen.Op("&").Id("verr"))).Block(
+			jen.If(q("errors", "As").Call(errID(), jen.Op("&").Id("verr"))).Block(
 				id("errs").Op("=").Id("flatten").Call(id("v"), id("verr"), id("errs")),
 			).Else().Block(
 				id("errs").Op("=").Append(id("errs"), id("FieldError").Values(jen.Dict{id("Rule"): lit("schema"), id("Message"): lit("could not be checked against the schema")})),
@@ -138,15 +138,15 @@ func compiledDecl(f *jen.File) {
 	f.Line()
 	f.Comment(comment("compiled compiles the embedded schema once, with formats asserted (and the mailbox format) and contentEncoding checked."))
 	f.Var().Id("compiled").Op("=").Qual("sync", "OnceValues").Call(jen.Func().Params().Params(jen.Op("*").Qual(jsonschemaPkg, "Schema"), jen.Error()).Block(
-		jen.List(id("doc"), err_()).Op(":=").Qual(jsonschemaPkg, "UnmarshalJSON").Call(q("strings", "NewReader").Call(id("schemaJSON"))),
-		jen.If(err_().Op("!=").Nil()).Block(ret(jen.Nil(), err_())),
+		jen.List(id("doc"), errID()).Op(":=").Qual(jsonschemaPkg, "UnmarshalJSON").Call(q("strings", "NewReader").Call(id("schemaJSON"))),
+		jen.If(errID().Op("!=").Nil()).Block(ret(jen.Nil(), errID())),
 		id("c").Op(":=").Qual(jsonschemaPkg, "NewCompiler").Call(),
 		id("c").Dot("AssertFormat").Call(),
 		id("c").Dot("AssertContent").Call(),
 		id("c").Dot("RegisterFormat").Call(jen.Op("&").Qual(jsonschemaPkg, "Format").Values(jen.Dict{id("Name"): lit("mailbox"), id("Validate"): id("validateMailbox")})),
-		ifErr(id("c").Dot("AddResource").Call(id("schemaID"), id("doc")), ret(jen.Nil(), err_())),
-		jen.List(id("sch"), err_()).Op(":=").Id("c").Dot("Compile").Call(id("schemaID")),
-		jen.If(err_().Op("!=").Nil()).Block(ret(jen.Nil(), err_())),
+		ifErr(id("c").Dot("AddResource").Call(id("schemaID"), id("doc")), ret(jen.Nil(), errID())),
+		jen.List(id("sch"), errID()).Op(":=").Id("c").Dot("Compile").Call(id("schemaID")),
+		jen.If(errID().Op("!=").Nil()).Block(ret(jen.Nil(), errID())),
 		id("movePropertyNames").Call(id("sch"), jen.Map(jen.Op("*").Qual(jsonschemaPkg, "Schema")).Bool().Values()),
 		ret(id("sch"), jen.Nil()),
 	))
@@ -161,8 +161,8 @@ func mailboxDecls(f *jen.File) {
 		jen.List(id("s"), id("ok")).Op(":=").Id("v").Assert(jen.String()),
 		jen.If(jen.Op("!").Id("ok")).Block(ret(jen.Nil())),
 		jen.If(q("strings", "ContainsAny").Call(id("s"), lit("\r\n"))).Block(ret(q("errors", "New").Call(lit("a mailbox has no CR or LF")))),
-		jen.List(id("a"), err_()).Op(":=").Qual("net/mail", "ParseAddress").Call(id("s")),
-		jen.If(err_().Op("!=").Nil()).Block(
+		jen.List(id("a"), errID()).Op(":=").Qual("net/mail", "ParseAddress").Call(id("s")),
+		jen.If(errID().Op("!=").Nil()).Block(
 			ret(q("errors", "New").Call(lit("not one RFC 5322 mailbox"))),
 		),
 		jen.If(jen.Op("!").Id("smtpPath").Call(id("a").Dot("Address"))).Block(
@@ -217,7 +217,7 @@ func mailboxDecls(f *jen.File) {
 }
 
 func (m *jobModel) reservedRuleNames() string {
-	var names []string
+	names := make([]string, 0, len(m.reserved))
 	for _, r := range m.reserved {
 		names = append(names, r.rule)
 	}
@@ -268,7 +268,7 @@ func flattenDecl(f *jen.File) {
 			),
 			jen.Case(kindQ("Not")).Block(
 				jen.List(id("_"), id("frag"), id("_")).Op(":=").Qual("strings", "Cut").Call(id("e").Dot("SchemaURL"), lit("#")),
-				jen.If(jen.List(id("u"), err_()).Op(":=").Qual("net/url", "PathUnescape").Call(id("frag")), err_().Op("==").Nil()).Block(id("frag").Op("=").Id("u")),
+				jen.If(jen.List(id("u"), errID()).Op(":=").Qual("net/url", "PathUnescape").Call(id("frag")), errID().Op("==").Nil()).Block(id("frag").Op("=").Id("u")),
 				jen.List(id("rule"), id("ok")).Op(":=").Id("forbidden").Index(id("frag")),
 				jen.List(id("obj"), id("isObj")).Op(":=").Id("valueAt").Call(id("root"), id("loc")).Assert(jen.Map(jen.String()).Any()),
 				jen.If(jen.Op("!").Id("ok").Op("||").Op("!").Id("isObj")).Block(jen.Break()),
@@ -353,8 +353,8 @@ func messageDecls(f *jen.File) {
 	f.Line()
 	f.Comment(comment("jsonText writes a value of the schema (a const, an enum value) as JSON."))
 	f.Func().Id("jsonText").Params(id("v").Any()).String().Block(
-		jen.List(id("b"), err_()).Op(":=").Qual("encoding/json", "Marshal").Call(id("v")),
-		jen.If(err_().Op("!=").Nil()).Block(ret(q("fmt", "Sprint").Call(id("v")))),
+		jen.List(id("b"), errID()).Op(":=").Qual("encoding/json", "Marshal").Call(id("v")),
+		jen.If(errID().Op("!=").Nil()).Block(ret(q("fmt", "Sprint").Call(id("v")))),
 		ret(jen.String().Parens(id("b"))),
 	)
 	f.Line()
@@ -501,8 +501,8 @@ func (m *jobModel) helperDecls(f *jen.File) {
 			jen.Switch(id("c").Op(":=").Id("v").Assert(jen.Type())).Block(
 				jen.Case(jen.Map(jen.String()).Any()).Block(id("v").Op("=").Id("c").Index(id("tok"))),
 				jen.Case(jen.Index().Any()).Block(
-					jen.List(id("i"), err_()).Op(":=").Qual("strconv", "Atoi").Call(id("tok")),
-					jen.If(err_().Op("!=").Nil().Op("||").Id("i").Op("<").Lit(0).Op("||").Id("i").Op(">=").Len(id("c"))).Block(ret(jen.Nil())),
+					jen.List(id("i"), errID()).Op(":=").Qual("strconv", "Atoi").Call(id("tok")),
+					jen.If(errID().Op("!=").Nil().Op("||").Id("i").Op("<").Lit(0).Op("||").Id("i").Op(">=").Len(id("c"))).Block(ret(jen.Nil())),
 					id("v").Op("=").Id("c").Index(id("i")),
 				),
 				jen.Default().Block(ret(jen.Nil())),

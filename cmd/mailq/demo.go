@@ -115,22 +115,17 @@ func demo(ctx context.Context, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	received := srv.Messages()
-	// In the order of the enqueue, whatever order the worker sent them in.
-	order := map[string]int{}
-	for i, r := range results {
-		order[r.MessageID] = i
-	}
-	sort.SliceStable(received, func(i, j int) bool {
-		return order[messageID(received[i].Data)] < order[messageID(received[j].Data)]
-	})
+	received := inEnqueueOrder(srv.Messages(), results)
 	for i, m := range received {
 		fmt.Fprintf(stdout, "\n── message %d of %d ──────────────────────────────\n", i+1, len(received))
 		if err := printMessage(stdout, m); err != nil {
 			return err
 		}
 	}
-	st := mq.Stats()
+	st, err := mq.Stats(ctx)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(stdout, "\nmailq demo: %d jobs enqueued, %d accepted, %d failed, %d delivery unknown; %d messages arrived at the SMTP server on %s in %s\n",
 		len(results), st.Accepted, st.Failed, st.DeliveryUnknown, len(received), srv.Addr(), time.Since(start).Round(time.Millisecond))
 	shown := attachDir
@@ -140,7 +135,7 @@ func demo(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 	}
 	fmt.Fprintf(stdout, "attachments by reference were read with attachments.FromPath(%q)\n", shown)
-	if st.Accepted != len(results) || len(received) != len(results) {
+	if st.Accepted != int64(len(results)) || len(received) != len(results) {
 		return fmt.Errorf("expected %d messages accepted and arrived", len(results))
 	}
 	return nil
@@ -198,6 +193,19 @@ func demoJobs() (reset, welcome, german *jobv1.Job, err error) {
 		ExpiresAt:      &expires,
 	}
 	return reset, welcome, german, nil
+}
+
+// inEnqueueOrder sorts the messages received in the order of the enqueue
+// of their jobs, whatever order the worker sent them in.
+func inEnqueueOrder(received []smtptest.Received, results []mailqueue.Result) []smtptest.Received {
+	order := map[string]int{}
+	for i, r := range results {
+		order[r.MessageID] = i
+	}
+	sort.SliceStable(received, func(i, j int) bool {
+		return order[messageID(received[i].Data)] < order[messageID(received[j].Data)]
+	})
+	return received
 }
 
 // printMessage prints a message's envelope, its headers and its text part.

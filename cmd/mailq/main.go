@@ -3,7 +3,7 @@
 //	mailq demo            send the spec's example jobs through a real SMTP server on loopback
 //	mailq validate FILE   check a job file against schema/job.v1.json (exit status 1 when invalid)
 //	mailq codes           list the codes of schema/codes.yaml
-//	mailq stats|failed|retry|purge --redis URL   the operations of a Redis queue
+//	mailq stats|failed|retry|purge --redis URL   the operations of a queue, on any store
 package main
 
 import (
@@ -22,7 +22,7 @@ Usage:
   mailq validate FILE...  check job files (JSON) against schema/job.v1.json;
                           "-" reads standard input; exit status 1 when one is invalid
   mailq codes             list the codes the queue gives, with where, state and level
-` + redisUsage
+` + opsUsage
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -49,7 +49,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		printCodes(stdout)
 		return 0
 	case "stats", "failed", "retry", "purge":
-		return redisCommand(ctx, args[0], args[1:], stdout, stderr)
+		return opsCommand(ctx, args[0], args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

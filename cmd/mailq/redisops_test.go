@@ -17,9 +17,12 @@ import (
 	"github.com/alexify/mailer/mailqueue"
 )
 
-// TestRedisOperations runs stats, failed, retry and purge on a queue of
-// the standalone Redis, under a prefix of its own.
-func TestRedisOperations(t *testing.T) {
+// redisQueue opens a source of opts on the standalone Redis
+// (MAILER_REDIS_ADDR, 127.0.0.1:6379 by default) under a prefix of its
+// own, and deletes its keys when the test ends. It skips the test when
+// the server cannot be had, unless MAILER_REQUIRE_REDIS is set.
+func redisQueue(t *testing.T, opts redisdriver.Options) (*goredis.Client, *redisdriver.Source, string) {
+	t.Helper()
 	ctx := context.Background()
 	addr := os.Getenv("MAILER_REDIS_ADDR")
 	if addr == "" {
@@ -36,8 +39,8 @@ func TestRedisOperations(t *testing.T) {
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	prefix := "mailertest-" + hex.EncodeToString(b[:])
-	src, err := redisdriver.OpenSource(ctx, redisdriver.Options{Client: c, Prefix: prefix})
+	opts.Client, opts.Prefix = c, "mailertest-"+hex.EncodeToString(b[:])
+	src, err := redisdriver.OpenSource(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,6 +49,15 @@ func TestRedisOperations(t *testing.T) {
 			t.Errorf("Obliterate: %v", err)
 		}
 	})
+	return c, src, opts.Prefix
+}
+
+// TestRedisOperations runs stats, failed, retry and purge on a queue of
+// the standalone Redis, under a prefix of its own.
+func TestRedisOperations(t *testing.T) {
+	ctx := context.Background()
+	c, src, prefix := redisQueue(t, redisdriver.Options{})
+	addr := c.Options().Addr
 	now := time.Now()
 	if _, err := src.Enqueue(ctx, []mailqueue.NewJob{
 		{ID: "job-1", Hash: "h1", Data: []byte(`{"v":1}`), RunAt: now, EnqueuedAt: now, MaxAttempts: 5},
@@ -95,45 +107,23 @@ func TestRedisOperations(t *testing.T) {
 	}
 }
 
-// TestRedisOperationsTakeTheQueuesRetention: mailq counts and lists the
-// finished jobs by the retention the queue was opened with, not by its
-// own defaults; its stats end with a newline; and stats on a queue that
-// does not exist writes nothing.
-func TestRedisOperationsTakeTheQueuesRetention(t *testing.T) {
-	ctx := context.Background()
-	addr := os.Getenv("MAILER_REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
-	c := goredis.NewClient(&goredis.Options{Addr: addr})
-	t.Cleanup(func() { _ = c.Close() })
-	if err := c.Ping(ctx).Err(); err != nil {
-		if os.Getenv("MAILER_REQUIRE_REDIS") != "" {
-			t.Fatalf("Redis at %s is required (MAILER_REQUIRE_REDIS): %v", addr, err)
-		}
-		t.Skipf("SKIPPED: Redis at %s cannot be had (%v); set MAILER_REQUIRE_REDIS=1 to make this a failure", addr, err)
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	prefix := "mailertest-" + hex.EncodeToString(b[:])
-	src, err := redisdriver.OpenSource(ctx, redisdriver.Options{Client: c, Prefix: prefix,
-		DedupeWindow: 300 * time.Millisecond, RetainFailed: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if _, err := src.Obliterate(context.Background()); err != nil {
-			t.Errorf("Obliterate: %v", err)
-		}
-	})
-	url := "redis://" + addr + "/0"
-	mailq := func(prefix string, args ...string) (string, string, int) {
+// mailqOn returns a function that runs mailq on the queue of a prefix on
+// the Redis of c, and returns its stdout, its stderr and its exit status.
+func mailqOn(c *goredis.Client) func(prefix string, args ...string) (string, string, int) {
+	url := "redis://" + c.Options().Addr + "/0"
+	return func(prefix string, args ...string) (string, string, int) {
 		var out, errOut bytes.Buffer
-		code := run(ctx, append([]string{args[0], "--redis", url, "--prefix", prefix}, args[1:]...), nil, &out, &errOut)
+		code := run(context.Background(), append([]string{args[0], "--redis", url, "--prefix", prefix}, args[1:]...), nil, &out, &errOut)
 		return out.String(), errOut.String(), code
 	}
+}
 
-	// A queue that does not exist: zeros, and no key made.
+// TestRedisOperationsOnNoQueue: the operations on a queue that does not
+// exist answer zeros and errors of the store, not of usage, and make no
+// key.
+func TestRedisOperationsOnNoQueue(t *testing.T) {
+	c, _, prefix := redisQueue(t, redisdriver.Options{})
+	mailq := mailqOn(c)
 	none := prefix + "-none"
 	out, errOut, code := mailq(none, "stats")
 	if code != 0 || !strings.Contains(out, "accepted          0") || !strings.HasSuffix(out, "false\n") {
@@ -144,12 +134,21 @@ func TestRedisOperationsTakeTheQueuesRetention(t *testing.T) {
 			t.Errorf("mailq %v on no queue = %d:\n%s%s", cmd, code, out, errOut)
 		}
 	}
-	if keys := c.Keys(ctx, "{"+none+":*").Val(); len(keys) != 0 {
+	if keys := c.Keys(context.Background(), "{"+none+":*").Val(); len(keys) != 0 {
 		t.Errorf("mailq on a queue that does not exist made %v", keys)
 	}
+}
+
+// TestRedisOperationsTakeTheQueuesRetention: mailq counts and lists the
+// finished jobs by the retention the queue was opened with, not by its
+// own defaults; its stats end with a newline.
+func TestRedisOperationsTakeTheQueuesRetention(t *testing.T) {
+	ctx := context.Background()
+	c, src, prefix := redisQueue(t, redisdriver.Options{DedupeWindow: 300 * time.Millisecond, RetainFailed: time.Minute})
+	mailq := mailqOn(c)
 
 	now := time.Now()
-	var jobs []mailqueue.NewJob
+	jobs := make([]mailqueue.NewJob, 0, 4)
 	for _, id := range []string{"ok-1", "ok-2", "ok-3", "ko"} {
 		jobs = append(jobs, mailqueue.NewJob{ID: id, Hash: "h-" + id, Data: []byte(`{"v":1}`), RunAt: now, EnqueuedAt: now, MaxAttempts: 5})
 	}
@@ -171,7 +170,7 @@ func TestRedisOperationsTakeTheQueuesRetention(t *testing.T) {
 		t.Errorf("mailq stats = %d:\n%s%s", code, out, errOut)
 	}
 	time.Sleep(400 * time.Millisecond) // past the queue's dedupe window, within mailq's default day
-	out, errOut, code = mailq(prefix, "stats")
+	out, errOut, code := mailq(prefix, "stats")
 	if code != 0 || !strings.Contains(out, "accepted          0\n") || !strings.Contains(out, "failed            1\n") {
 		t.Errorf("mailq stats past the queue's dedupe window = %d:\n%s%s; want no accepted job kept", code, out, errOut)
 	}

@@ -1,10 +1,12 @@
 // Package memory is the memory queue: a mailqueue.Source in memory, run by
-// the polling driver, for tests and a single process (docs/spec/queue.md, "The
-// memory queue and the polling driver"). Nothing survives the process.
+// the polling driver, for tests and a single process. Nothing survives the
+// process (spec: "The memory queue and the polling driver").
 //
-// Besides the Source, it offers what an operator needs: List, Get, Stats,
-// Failed and RetryFailed, and for tests Drain, Wake and a clock of their own
-// (Options.Clock with a clock.Fake).
+// Besides the Source, the queue and its source are a mailqueue.Operator
+// (Stats, Jobs, Get, Failed, RetryFailed, Purge, Pause, Resume), the same
+// operations as every other store's; for tests they add Data (a job's
+// stored JSON), Drain, Wake and a clock of their own (Options.Clock with a
+// clock.Fake).
 package memory
 
 import (
@@ -15,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"sync"
 	"time"
 
@@ -26,15 +27,17 @@ import (
 	"github.com/alexify/mailer/mailqueue"
 )
 
-// The defaults of the spec's Defaults table.
+// The memory queue's own defaults (spec: "Defaults"). Its retention takes
+// mailqueue.DefaultDedupeWindow and mailqueue.DefaultRetainFailed, as
+// every store does.
 const (
-	DefaultDedupeWindow   = 24 * time.Hour
-	DefaultRetainFailed   = 7 * 24 * time.Hour
 	DefaultMaxJobs        = 100_000
 	DefaultRetainFinished = 10_000
 )
 
-// Options configure the memory queue. A zero field takes the default.
+// Options configure the memory queue. A zero field takes the default; New
+// and NewSource refuse a negative number or duration and a policy that is
+// not one of its constants.
 type Options struct {
 	// Clock is the time source; the wall clock when nil. Give a *clock.Fake
 	// to drive backoffs, leases and retention in tests.
@@ -42,14 +45,18 @@ type Options struct {
 	// Logger hears what the driver does; slog.Default() when nil.
 	Logger *slog.Logger
 	// PollInterval, LeaseDuration and CloseTimeout are the polling driver's
-	// (1 second, 1 minute, 30 seconds).
+	// (1 second, 1 minute, 30 seconds); NewSource uses LeaseDuration for a
+	// reserve or an extend that asks for none.
 	PollInterval, LeaseDuration, CloseTimeout time.Duration
 	// DedupeWindow is how long a completed job is kept, the window in which
-	// an enqueue under its key is a duplicate (a day).
+	// an enqueue under its key is a duplicate (mailqueue.DefaultDedupeWindow,
+	// a day).
 	DedupeWindow time.Duration
-	// RetainFailed is how long a failed job is kept (a week).
+	// RetainFailed is how long a failed job is kept
+	// (mailqueue.DefaultRetainFailed, a week).
 	RetainFailed time.Duration
-	// RetainData says which finished jobs keep their message ("failed").
+	// RetainData says which finished jobs keep their message
+	// (mailqueue.RetainFailedData).
 	RetainData mailqueue.RetainData
 	// MaxJobs is the most jobs queued or running at once (100 000); an
 	// enqueue past it is refused with ErrFull.
@@ -58,10 +65,10 @@ type Options struct {
 	// (10 000); past it the oldest drop theirs, keeping their hash until
 	// their retention ends.
 	RetainFinished int
-	// Fairness is FairnessNone (the default: by priority, then time) or
-	// FairnessTenant: a high job of any tenant first, then the tenants in
-	// turn, a job each, the jobs of no tenant as one more (docs/spec/queue.md,
-	// "Tenants in turn").
+	// Fairness is mailqueue.FairnessNone (the default: by priority, then
+	// time) or mailqueue.FairnessTenant: a high job of any tenant first,
+	// then the tenants in turn, a job each, the jobs of no tenant as one
+	// more (spec: "Tenants in turn").
 	Fairness mailqueue.Fairness
 }
 
@@ -69,40 +76,23 @@ type Options struct {
 // queued or running. Nothing of the call is stored.
 var ErrFull = errors.New("memory: the queue holds MaxJobs jobs")
 
-// Job is what the memory queue tells of a job.
-type Job struct {
-	// ID is the job's id; Hash its hash (docs/wire.md), kept after its data
-	// is dropped so an enqueue again is still told a duplicate.
-	ID, Hash string
-	// State is where the job is now.
-	State mailqueue.JobState
-	// Priority and TenantID are those it was enqueued with.
-	Priority jobv1.Priority
-	TenantID string
-	// Attempts is the attempts spent; MaxAttempts the attempts in all.
-	Attempts, MaxAttempts int
-	// Redeliveries counts the runs that ended unsettled.
+// stored is what the memory queue holds of a job.
+type stored struct {
+	ID, Hash     string
+	Version      int
+	State        mailqueue.JobState
+	Priority     jobv1.Priority
+	TenantID     string
+	Attempts     int
+	MaxAttempts  int
 	Redeliveries int
-	// RunAt is when a queued job is due.
-	RunAt, EnqueuedAt, FinishedAt time.Time
-	// Code is the code of the last retry, release or failure, and Reason
-	// what it said (never an address).
-	Code   codes.Code
-	Reason string
+	RunAt        time.Time
+	EnqueuedAt   time.Time
+	FinishedAt   time.Time
+	Code         codes.Code
+	Reason       string
 	// Data is the job's JSON; nil once it was dropped.
 	Data []byte
-}
-
-// Stats counts the jobs by state.
-type Stats struct {
-	// Queued counts the jobs waiting, due or not; Due is those of them due
-	// now (a part of Queued).
-	Queued, Due int
-	// Running counts the jobs leased by a run.
-	Running int
-	// Accepted, Failed and DeliveryUnknown count the finished jobs still
-	// retained (DedupeWindow, RetainFailed).
-	Accepted, Failed, DeliveryUnknown int
 }
 
 // Queue is the memory queue: a Driver of mailqueue, its Source, and the
@@ -112,8 +102,8 @@ type Queue struct {
 	src *Source
 }
 
-// New returns an empty memory queue. It returns an error when an option is
-// out of range or unknown (see Options).
+// New returns an empty memory queue. It returns a *mailqueue.OptionError
+// when an option is out of range or unknown (see Options).
 func New(opts Options) (*Queue, error) {
 	src, err := NewSource(opts)
 	if err != nil {
@@ -131,28 +121,6 @@ func New(opts Options) (*Queue, error) {
 
 // Source returns the queue's Source.
 func (q *Queue) Source() *Source { return q.src }
-
-// List returns every job the queue holds, in the order they were enqueued.
-func (q *Queue) List() []Job { return q.src.List() }
-
-// Get returns the job of the id.
-func (q *Queue) Get(id string) (Job, bool) { return q.src.Get(id) }
-
-// Stats counts the jobs by state.
-func (q *Queue) Stats() Stats { return q.src.Stats() }
-
-// Failed returns the jobs failed for good (failed and delivery_unknown).
-func (q *Queue) Failed() []Job { return q.src.Failed() }
-
-// RetryFailed queues a failed job again, with its attempts reset. It returns
-// an error when the job is not failed or its message was dropped.
-func (q *Queue) RetryFailed(id string) error {
-	if err := q.src.RetryFailed(id); err != nil {
-		return err
-	}
-	q.Wake()
-	return nil
-}
 
 // Drain waits until no job is due or running (jobs scheduled later do not
 // count), or until ctx is done.
@@ -181,40 +149,20 @@ type Source struct {
 }
 
 type record struct {
-	Job
+	stored
 	seq   uint64 // the order it became due in
 	token string // the lease's, while running
 	until time.Time
 	order uint64 // the order it was enqueued in, for List
 }
 
-// NewSource returns an empty Source. It returns an error when an option is
-// out of range or unknown (see Options).
+// NewSource returns an empty Source. It returns a *mailqueue.OptionError
+// when an option is out of range or unknown (see Options).
 func NewSource(opts Options) (*Source, error) {
-	if opts.Clock == nil {
-		opts.Clock = clock.Real()
+	if err := opts.validate(); err != nil {
+		return nil, err
 	}
-	if opts.DedupeWindow <= 0 {
-		opts.DedupeWindow = DefaultDedupeWindow
-	}
-	if opts.RetainFailed <= 0 {
-		opts.RetainFailed = DefaultRetainFailed
-	}
-	if opts.RetainData == "" {
-		opts.RetainData = mailqueue.RetainFailedData
-	}
-	if opts.MaxJobs <= 0 {
-		opts.MaxJobs = DefaultMaxJobs
-	}
-	if opts.RetainFinished <= 0 {
-		opts.RetainFinished = DefaultRetainFinished
-	}
-	if opts.LeaseDuration <= 0 {
-		opts.LeaseDuration = polling.DefaultLeaseDuration
-	}
-	if opts.Fairness == "" {
-		opts.Fairness = mailqueue.FairnessNone
-	}
+	opts = opts.withDefaults()
 	s := &Source{
 		opts: opts, clock: opts.Clock, jobs: map[string]*record{}, leased: map[string]*record{}, changed: make(chan struct{}),
 		tenantPause: map[string]time.Time{}, held: map[string][]*record{},
@@ -225,6 +173,59 @@ func NewSource(opts Options) (*Source, error) {
 		s.ready[i].fair = opts.Fairness == mailqueue.FairnessTenant && i > 0
 	}
 	return s, nil
+}
+
+// withDefaults returns a copy of the options whose zero fields take their
+// defaults. The polling driver's (PollInterval, CloseTimeout) are left to
+// polling.New, which takes the same zero values.
+func (o Options) withDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = clock.Real()
+	}
+	if o.DedupeWindow == 0 {
+		o.DedupeWindow = mailqueue.DefaultDedupeWindow
+	}
+	if o.RetainFailed == 0 {
+		o.RetainFailed = mailqueue.DefaultRetainFailed
+	}
+	if o.RetainData == "" {
+		o.RetainData = mailqueue.RetainFailedData
+	}
+	if o.MaxJobs == 0 {
+		o.MaxJobs = DefaultMaxJobs
+	}
+	if o.RetainFinished == 0 {
+		o.RetainFinished = DefaultRetainFinished
+	}
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration = polling.DefaultLeaseDuration
+	}
+	if o.Fairness == "" {
+		o.Fairness = mailqueue.FairnessNone
+	}
+	return o
+}
+
+// validate refuses the options NewSource cannot honour, naming the option
+// and its value.
+func (o Options) validate() error {
+	const pkg = "memory"
+	for _, err := range []error{
+		mailqueue.CheckNotNegative(pkg, "Options.PollInterval", o.PollInterval),
+		mailqueue.CheckNotNegative(pkg, "Options.LeaseDuration", o.LeaseDuration),
+		mailqueue.CheckNotNegative(pkg, "Options.CloseTimeout", o.CloseTimeout),
+		mailqueue.CheckNotNegative(pkg, "Options.DedupeWindow", o.DedupeWindow),
+		mailqueue.CheckNotNegative(pkg, "Options.RetainFailed", o.RetainFailed),
+		mailqueue.CheckNotNegative(pkg, "Options.MaxJobs", o.MaxJobs),
+		mailqueue.CheckNotNegative(pkg, "Options.RetainFinished", o.RetainFinished),
+		mailqueue.CheckOneOf(pkg, "Options.RetainData", o.RetainData, mailqueue.AllRetainData...),
+		mailqueue.CheckOneOf(pkg, "Options.Fairness", o.Fairness, mailqueue.AllFairness...),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func priorityIndex(p jobv1.Priority) int {
@@ -266,9 +267,10 @@ func (s *Source) Enqueue(ctx context.Context, jobs []mailqueue.NewJob) ([]mailqu
 			continue
 		}
 		s.seq++
-		r := &record{Job: Job{
+		r := &record{stored: stored{
 			ID: j.ID, Hash: j.Hash, State: mailqueue.JobQueued, Priority: j.Priority, TenantID: j.TenantID,
 			MaxAttempts: j.MaxAttempts, RunAt: j.RunAt, EnqueuedAt: j.EnqueuedAt, Data: append([]byte(nil), j.Data...),
+			Version: version(j.Data),
 		}, order: s.seq}
 		if r.Priority == "" {
 			r.Priority = jobv1.PriorityNormal
@@ -506,112 +508,6 @@ func (r *record) finishedState() bool {
 	return r.State == mailqueue.JobAccepted || r.State == mailqueue.JobFailed || r.State == mailqueue.JobDeliveryUnknown
 }
 
-// List returns every job held, in the order they were enqueued.
-func (s *Source) List() []Job {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rs := make([]*record, 0, len(s.jobs))
-	for _, r := range s.jobs {
-		rs = append(rs, r)
-	}
-	sort.Slice(rs, func(i, j int) bool { return rs[i].order < rs[j].order })
-	out := make([]Job, len(rs))
-	for i, r := range rs {
-		out[i] = r.snapshot()
-	}
-	return out
-}
-
-func (r *record) snapshot() Job {
-	j := r.Job
-	j.Data = append([]byte(nil), r.Data...)
-	if r.Data == nil {
-		j.Data = nil
-	}
-	return j
-}
-
-// Get returns the job of the id.
-func (s *Source) Get(id string) (Job, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.jobs[id]
-	if !ok {
-		return Job{}, false
-	}
-	return r.snapshot(), true
-}
-
-// Stats counts the jobs by state.
-func (s *Source) Stats() Stats {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.clock.Now()
-	var st Stats
-	for _, r := range s.jobs {
-		switch r.State {
-		case mailqueue.JobQueued:
-			st.Queued++
-			if !r.RunAt.After(now) {
-				st.Due++
-			}
-		case mailqueue.JobRunning:
-			st.Running++
-		case mailqueue.JobAccepted:
-			st.Accepted++
-		case mailqueue.JobFailed:
-			st.Failed++
-		case mailqueue.JobDeliveryUnknown:
-			st.DeliveryUnknown++
-		}
-	}
-	return st
-}
-
-// Failed returns the jobs failed for good, in the order they were enqueued.
-func (s *Source) Failed() []Job {
-	var out []Job
-	for _, j := range s.List() {
-		if j.State == mailqueue.JobFailed || j.State == mailqueue.JobDeliveryUnknown {
-			out = append(out, j)
-		}
-	}
-	return out
-}
-
-// RetryFailed queues a failed job again with its attempts and redeliveries
-// reset.
-func (s *Source) RetryFailed(id string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.jobs[id]
-	switch {
-	case !ok:
-		return fmt.Errorf("memory: no job %s", id)
-	case r.State != mailqueue.JobFailed && r.State != mailqueue.JobDeliveryUnknown:
-		return fmt.Errorf("memory: job %s is %s, not failed", id, r.State)
-	case r.Data == nil:
-		return fmt.Errorf("memory: job %s kept no message to retry (RetainData)", id)
-	}
-	if s.active >= s.opts.MaxJobs {
-		return ErrFull
-	}
-	for i, f := range s.finished {
-		if f == r {
-			s.finished = append(s.finished[:i], s.finished[i+1:]...)
-			break
-		}
-	}
-	now := s.clock.Now()
-	r.Attempts, r.Redeliveries, r.FinishedAt = 0, 0, time.Time{}
-	r.State = mailqueue.JobQueued
-	r.RunAt = now
-	s.active++
-	s.queue(r, now)
-	s.notify()
-	return nil
-}
-
 // Drain waits until no job is due or running, or until ctx is done.
 func (s *Source) Drain(ctx context.Context) error {
 	for {
@@ -691,14 +587,14 @@ func (s *Source) Pause(ctx context.Context, p mailqueue.Pause) error {
 
 // Resume ends a pause of the queue, or of a tenant, before its time. See
 // mailqueue.Pauser.
-func (s *Source) Resume(ctx context.Context, tenant bool, tenantID string) error {
+func (s *Source) Resume(ctx context.Context, p mailqueue.ResumeParams) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if tenant {
-		s.resumeTenant(tenantID)
+	if p.Tenant {
+		s.resumeTenant(p.TenantID)
 	} else {
 		s.pausedUntil = time.Time{}
 	}

@@ -96,7 +96,7 @@ func TestMaxJobs(t *testing.T) {
 	if !errors.Is(err, memory.ErrFull) {
 		t.Fatalf("a third job: %v, want ErrFull", err)
 	}
-	if _, ok := src.Get("3"); ok {
+	if _, err := src.Get(context.Background(), "3"); !errors.Is(err, mailqueue.ErrNotFound) {
 		t.Error("a refused job was stored")
 	}
 	// A duplicate is not a new job: it is answered, not refused.
@@ -157,10 +157,10 @@ func TestRetention(t *testing.T) {
 			settleAll(t, src, ack(src))
 			_, _ = src.Enqueue(ctx, []mailqueue.NewJob{newJob("bad", "", "", t0)})
 			settleAll(t, src, fail(src))
-			okJob, _ := src.Get("ok")
-			badJob, _ := src.Get("bad")
-			if (okJob.Data != nil) != tc.keepAccepted || (badJob.Data != nil) != tc.keepF {
-				t.Errorf("data kept: accepted %t, failed %t; want %t, %t", okJob.Data != nil, badJob.Data != nil, tc.keepAccepted, tc.keepF)
+			okJob, _ := src.Get(context.Background(), "ok")
+			badJob, _ := src.Get(context.Background(), "bad")
+			if okJob.DataKept != tc.keepAccepted || badJob.DataKept != tc.keepF {
+				t.Errorf("data kept: accepted %t, failed %t; want %t, %t", okJob.DataKept, badJob.DataKept, tc.keepAccepted, tc.keepF)
 			}
 			if okJob.Hash != "h-ok" || badJob.Hash != "h-bad" {
 				t.Error("the hash was dropped with the data")
@@ -196,10 +196,10 @@ func TestRetainFinished(t *testing.T) {
 			return src.Ack(ctx, mailqueue.AckParams{ID: l.ID, Token: l.Token})
 		})
 	}
-	first, _ := src.Get("0")
-	last, _ := src.Get("2")
-	if first.Data != nil || last.Data == nil {
-		t.Errorf("with RetainFinished 2, the oldest of 3 keeps its data (%t) or the newest lost it (%t)", first.Data != nil, last.Data == nil)
+	first, _ := src.Get(context.Background(), "0")
+	last, _ := src.Get(context.Background(), "2")
+	if first.DataKept || !last.DataKept {
+		t.Errorf("with RetainFinished 2, the oldest of 3 keeps its data (%t) or the newest lost it (%t)", first.DataKept, !last.DataKept)
 	}
 	if res, _ := src.Enqueue(ctx, []mailqueue.NewJob{newJob("0", "", "", t0)}); !res[0].Duplicate {
 		t.Error("a job past RetainFinished is no longer a duplicate")
@@ -213,26 +213,26 @@ func TestOperations(t *testing.T) {
 	_, _ = q.Enqueue(ctx, []mailqueue.NewJob{newJob("1", "", "", t0), newJob("2", "", "", t0), newJob("3", "", "", t0.Add(time.Hour))})
 	src := q.Source()
 	ls, _ := src.Reserve(ctx, mailqueue.ReserveParams{Limit: 1, LeaseDuration: time.Minute})
-	if diff := cmp.Diff(memory.Stats{Queued: 2, Due: 1, Running: 1}, q.Stats()); diff != "" {
+	if diff := cmp.Diff(mailqueue.Stats{Queued: 2, Due: 1, Running: 1, Now: t0}, stats(t, q)); diff != "" {
 		t.Errorf("stats (-want +got):\n%s", diff)
 	}
 	_, _ = src.Fail(ctx, mailqueue.FailParams{ID: ls[0].ID, Token: ls[0].Token, State: codes.StateDeliveryUnknown, Code: codes.DeliveryUnknown})
-	failed := q.Failed()
-	if len(failed) != 1 || failed[0].ID != "1" || failed[0].State != mailqueue.JobDeliveryUnknown || failed[0].Attempts != 1 {
+	failed, err := q.Failed(ctx, 10)
+	if err != nil || len(failed) != 1 || failed[0].ID != "1" || failed[0].State != mailqueue.JobDeliveryUnknown || failed[0].Attempt != 1 {
 		t.Fatalf("Failed() = %+v", failed)
 	}
-	if err := q.RetryFailed("2"); err == nil {
-		t.Error("RetryFailed of a queued job succeeded")
+	if err := q.RetryFailed(ctx, "2"); !errors.Is(err, mailqueue.ErrNotFailed) {
+		t.Errorf("RetryFailed of a queued job: %v, want ErrNotFailed", err)
 	}
-	if err := q.RetryFailed("1"); err != nil {
+	if err := q.RetryFailed(ctx, "1"); err != nil {
 		t.Fatal(err)
 	}
-	j, _ := q.Get("1")
-	if j.State != mailqueue.JobQueued || j.Attempts != 0 {
-		t.Errorf("after RetryFailed: %s, %d attempts", j.State, j.Attempts)
+	j, _ := q.Get(ctx, "1")
+	if j.State != mailqueue.JobQueued || j.Attempt != 0 {
+		t.Errorf("after RetryFailed: %s, %d attempts", j.State, j.Attempt)
 	}
-	if got := len(q.List()); got != 3 {
-		t.Errorf("List: %d jobs", got)
+	if page, err := q.Jobs(ctx, mailqueue.JobsParams{State: mailqueue.JobQueued}); err != nil || len(page.Rows) != 3 {
+		t.Errorf("Jobs(queued): %d jobs, %v", len(page.Rows), err)
 	}
 	// Drain waits for the due jobs, not the scheduled one.
 	r, _ := q.Work(mailqueue.HandlerFunc(func(ctx context.Context, l *mailqueue.Lease) mailqueue.Outcome {
@@ -244,7 +244,17 @@ func TestOperations(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = r.Close(ctx)
-	if diff := cmp.Diff(memory.Stats{Queued: 1, Accepted: 2}, q.Stats()); diff != "" {
+	if diff := cmp.Diff(mailqueue.Stats{Queued: 1, Accepted: 2, Now: t0}, stats(t, q)); diff != "" {
 		t.Errorf("after Drain (-want +got):\n%s", diff)
 	}
+}
+
+// stats returns the queue's counts, failing the test on an error.
+func stats(t testing.TB, q mailqueue.Inspector) mailqueue.Stats {
+	t.Helper()
+	st, err := q.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

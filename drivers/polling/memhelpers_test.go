@@ -8,17 +8,6 @@ import (
 	"github.com/alexify/mailer/mailqueue"
 )
 
-// mustMemory returns a memory queue of opts, failing the test when the
-// options are refused.
-func mustMemory(t testing.TB, opts memory.Options) *memory.Queue {
-	t.Helper()
-	q, err := memory.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return q
-}
-
 // mustMemorySource returns a memory source of opts, failing the test when
 // the options are refused.
 func mustMemorySource(t testing.TB, opts memory.Options) *memory.Source {

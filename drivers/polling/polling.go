@@ -1,6 +1,6 @@
 // Package polling is the polling driver: it turns any mailqueue.Source (a
-// store that lends its jobs under leases) into a mailqueue.Driver
-// (docs/spec/queue.md, "The memory queue and the polling driver").
+// store that lends its jobs under leases) into a mailqueue.Driver (spec:
+// "The memory queue and the polling driver").
 //
 // A run holds the lease of its job and extends it every third of
 // LeaseDuration. When the store does not answer the extensions, the run's
@@ -29,7 +29,7 @@ import (
 	"github.com/alexify/mailer/mailqueue"
 )
 
-// The defaults of the spec's Defaults table.
+// The defaults of the polling driver (spec: "Defaults").
 const (
 	DefaultPollInterval  = time.Second
 	DefaultLeaseDuration = time.Minute
@@ -41,7 +41,8 @@ const (
 	invalidOutcomeDelay = mailqueue.BackoffBase
 )
 
-// Options configure a Driver. A zero field takes the default.
+// Options configure a Driver. A zero field takes the default; New refuses a
+// negative duration.
 type Options struct {
 	// PollInterval is how long an idle worker waits between reserves when
 	// it is not woken (1 second).
@@ -114,28 +115,53 @@ type Driver struct {
 	wakes []chan struct{}
 }
 
-// New returns a Driver over src. It returns an error when src is nil or an
-// option is out of range (see Options).
+// New returns a Driver over src. It returns an error when src is nil, and
+// a *mailqueue.OptionError when a duration is negative (see Options).
 func New(src mailqueue.Source, opts Options) (*Driver, error) {
 	if src == nil {
-		return nil, errors.New("polling: a Source is required")
+		return nil, &mailqueue.OptionError{Package: "polling", Option: "the Source", Rule: "is required"}
 	}
-	if opts.PollInterval <= 0 {
-		opts.PollInterval = DefaultPollInterval
+	if err := opts.validate(); err != nil {
+		return nil, err
 	}
-	if opts.LeaseDuration <= 0 {
-		opts.LeaseDuration = DefaultLeaseDuration
-	}
-	if opts.CloseTimeout <= 0 {
-		opts.CloseTimeout = DefaultCloseTimeout
-	}
-	if opts.Clock == nil {
-		opts.Clock = clock.Real()
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
+	opts = opts.withDefaults()
 	return &Driver{src: src, opts: opts, log: opts.Logger}, nil
+}
+
+// withDefaults returns a copy of the options whose zero fields take their
+// defaults.
+func (o Options) withDefaults() Options {
+	if o.PollInterval == 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration = DefaultLeaseDuration
+	}
+	if o.CloseTimeout == 0 {
+		o.CloseTimeout = DefaultCloseTimeout
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// validate refuses the options New cannot honour: a negative duration is
+// a mistake, not a request for the default.
+func (o Options) validate() error {
+	for _, err := range []error{
+		mailqueue.CheckNotNegative("polling", "Options.PollInterval", o.PollInterval),
+		mailqueue.CheckNotNegative("polling", "Options.LeaseDuration", o.LeaseDuration),
+		mailqueue.CheckNotNegative("polling", "Options.CloseTimeout", o.CloseTimeout),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Source returns the source the driver runs.
@@ -444,12 +470,12 @@ func (d *Driver) Pause(ctx context.Context, p mailqueue.Pause) error {
 
 // Resume ends a pause in the source and wakes the idle runners; see
 // mailqueue.Pauser.
-func (d *Driver) Resume(ctx context.Context, tenant bool, tenantID string) error {
+func (d *Driver) Resume(ctx context.Context, p mailqueue.ResumeParams) error {
 	ps, ok := d.src.(mailqueue.Pauser)
 	if !ok {
 		return ErrPauseUnsupported
 	}
-	if err := ps.Resume(ctx, tenant, tenantID); err != nil {
+	if err := ps.Resume(ctx, p); err != nil {
 		return err
 	}
 	d.Wake()

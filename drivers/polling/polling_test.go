@@ -32,7 +32,6 @@ type flakySource struct {
 	extends    atomic.Int32
 	settles    atomic.Int32
 	reserveErr atomic.Bool
-	mu         sync.Mutex
 }
 
 func (s *flakySource) Reserve(ctx context.Context, p mailqueue.ReserveParams) ([]*mailqueue.Lease, error) {
@@ -152,7 +151,7 @@ func TestLeaseIsExtendedEveryThird(t *testing.T) {
 	f := newFixture(t)
 	h := newBlocking()
 	r, _ := f.d.Work(h, mailqueue.WorkOptions{})
-	defer r.Close(context.Background())
+	defer func() { _ = r.Close(context.Background()) }()
 	<-h.started
 	for i := 1; i <= 3; i++ {
 		waitTimers(t, f.fc, 1) // the lease keeper (the runner waits for a free slot)
@@ -164,7 +163,7 @@ func TestLeaseIsExtendedEveryThird(t *testing.T) {
 		t.Fatal("the job was leased again while its run extended the lease")
 	}
 	close(h.release)
-	waitFor(t, func() bool { j, _ := f.src.Get("j1"); return j.State == mailqueue.JobAccepted })
+	waitFor(t, func() bool { j, _ := f.src.Get(context.Background(), "j1"); return j.State == mailqueue.JobAccepted })
 }
 
 func TestLeaseLostWhenTheStoreDoesNotAnswer(t *testing.T) {
@@ -172,7 +171,7 @@ func TestLeaseLostWhenTheStoreDoesNotAnswer(t *testing.T) {
 	f.src.extendErr = errors.New("store unreachable")
 	h := newBlocking()
 	r, _ := f.d.Work(h, mailqueue.WorkOptions{})
-	defer r.Close(context.Background())
+	defer func() { _ = r.Close(context.Background()) }()
 	<-h.started
 	waitTimers(t, f.fc, 1)
 	f.fc.Advance(20 * time.Second) // the first extension fails: 40 s are left
@@ -201,7 +200,7 @@ func TestLeaseLostAtOnceWhenTheStoreSaysSo(t *testing.T) {
 	f.src.extendFals.Store(true)
 	h := newBlocking()
 	r, _ := f.d.Work(h, mailqueue.WorkOptions{})
-	defer r.Close(context.Background())
+	defer func() { _ = r.Close(context.Background()) }()
 	<-h.started
 	waitTimers(t, f.fc, 1)
 	f.fc.Advance(20 * time.Second)
@@ -226,7 +225,7 @@ func TestSettleFencedAndFailedAreLogged(t *testing.T) {
 			r, _ := f.d.Work(mailqueue.HandlerFunc(func(context.Context, *mailqueue.Lease) mailqueue.Outcome {
 				return mailqueue.Outcome{Action: mailqueue.Ack}
 			}), mailqueue.WorkOptions{})
-			defer r.Close(context.Background())
+			defer func() { _ = r.Close(context.Background()) }()
 			waitFor(t, func() bool { _, ok := f.log.level(string(tc.code)); return ok })
 			if lvl, _ := f.log.level(string(tc.code)); lvl != tc.level {
 				t.Errorf("%s logged at %v, want %v", tc.code, lvl, tc.level)
@@ -247,11 +246,11 @@ func TestHandlerPanicAndNoOutcomeRetry(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
 			r, _ := f.d.Work(tc.h, mailqueue.WorkOptions{})
-			defer r.Close(context.Background())
-			waitFor(t, func() bool { j, _ := f.src.Get("j1"); return j.Code == tc.code })
-			j, _ := f.src.Get("j1")
-			if j.State != mailqueue.JobQueued || j.Attempts != 1 {
-				t.Errorf("after a %s: %s with %d attempts; want queued, retried", tc.name, j.State, j.Attempts)
+			defer func() { _ = r.Close(context.Background()) }()
+			waitFor(t, func() bool { j, _ := f.src.Get(context.Background(), "j1"); return j.Code == tc.code })
+			j, _ := f.src.Get(context.Background(), "j1")
+			if j.State != mailqueue.JobQueued || j.Attempt != 1 {
+				t.Errorf("after a %s: %s with %d attempts; want queued, retried", tc.name, j.State, j.Attempt)
 			}
 		})
 	}
@@ -263,12 +262,12 @@ func TestReserveFailureIsLoggedAndPolledAgain(t *testing.T) {
 	r, _ := f.d.Work(mailqueue.HandlerFunc(func(context.Context, *mailqueue.Lease) mailqueue.Outcome {
 		return mailqueue.Outcome{Action: mailqueue.Ack}
 	}), mailqueue.WorkOptions{})
-	defer r.Close(context.Background())
+	defer func() { _ = r.Close(context.Background()) }()
 	waitFor(t, func() bool { _, ok := f.log.level(string(codes.QueueReserveFailed)); return ok })
 	f.src.reserveErr.Store(false)
 	waitTimers(t, f.fc, 1)
 	f.fc.Advance(polling.DefaultPollInterval)
-	waitFor(t, func() bool { j, _ := f.src.Get("j1"); return j.State == mailqueue.JobAccepted })
+	waitFor(t, func() bool { j, _ := f.src.Get(context.Background(), "j1"); return j.State == mailqueue.JobAccepted })
 }
 
 func TestConcurrencyIsABound(t *testing.T) {
@@ -413,7 +412,7 @@ func TestSettleReserverWrapper(t *testing.T) {
 		fc := clock.NewFake(t0)
 		src := &srSource{Source: mustMemorySource(t, memory.Options{Clock: fc})}
 		return conformance.Harness{Source: src, Now: fc.Now, Advance: fc.Advance,
-			DedupeWindow: memory.DefaultDedupeWindow, RetainFailed: memory.DefaultRetainFailed}
+			DedupeWindow: mailqueue.DefaultDedupeWindow, RetainFailed: mailqueue.DefaultRetainFailed}
 	})
 }
 
@@ -424,7 +423,7 @@ func TestSettleReserverChainsInTheSlot(t *testing.T) {
 	fc := clock.NewFake(t0)
 	src := &srSource{Source: mustMemorySource(t, memory.Options{Clock: fc})}
 	d := mustPolling(t, src, polling.Options{Clock: fc, Logger: slog.New(&recorder{})})
-	var jobs []mailqueue.NewJob
+	jobs := make([]mailqueue.NewJob, 0, 3)
 	for _, id := range []string{"j1", "j2", "j3"} {
 		jobs = append(jobs, mailqueue.NewJob{ID: id, Hash: "h", Data: []byte(`{}`), RunAt: t0, MaxAttempts: 3, EnqueuedAt: t0})
 	}
@@ -448,7 +447,7 @@ func TestSettleReserverChainsInTheSlot(t *testing.T) {
 	}
 	waitFor(t, func() bool {
 		for _, id := range []string{"j1", "j2", "j3"} {
-			if j, _ := src.Source.Get(id); j.State != mailqueue.JobAccepted {
+			if j, _ := src.Get(context.Background(), id); j.State != mailqueue.JobAccepted {
 				return false
 			}
 		}
@@ -461,7 +460,7 @@ func TestSettleReserverChainsInTheSlot(t *testing.T) {
 	defer src.mu.Unlock()
 	mu.Lock()
 	defer mu.Unlock()
-	var order []string
+	order := make([]string, 0, len(ran))
 	for _, l := range ran {
 		order = append(order, l.ID)
 	}
@@ -495,7 +494,7 @@ func TestSettleReserverClosingSettlesPlain(t *testing.T) {
 	fc := clock.NewFake(t0)
 	src := &srSource{Source: mustMemorySource(t, memory.Options{Clock: fc})}
 	d := mustPolling(t, src, polling.Options{Clock: fc, Logger: slog.New(&recorder{})})
-	var jobs []mailqueue.NewJob
+	jobs := make([]mailqueue.NewJob, 0, 2)
 	for _, id := range []string{"j1", "j2"} {
 		jobs = append(jobs, mailqueue.NewJob{ID: id, Hash: "h", Data: []byte(`{}`), RunAt: t0, MaxAttempts: 3, EnqueuedAt: t0})
 	}
@@ -521,10 +520,10 @@ func TestSettleReserverClosingSettlesPlain(t *testing.T) {
 	if fmt.Sprint(src.plainSettles) != "[j1]" || len(src.settleReserves) != 0 {
 		t.Errorf("plain settles %v, SettleAndReserve %v; want j1 settled the plain way", src.plainSettles, src.settleReserves)
 	}
-	if j, _ := src.Source.Get("j1"); j.State != mailqueue.JobAccepted {
+	if j, _ := src.Get(context.Background(), "j1"); j.State != mailqueue.JobAccepted {
 		t.Errorf("j1 is %s, want accepted", j.State)
 	}
-	if j, _ := src.Source.Get("j2"); j.State != mailqueue.JobQueued {
+	if j, _ := src.Get(context.Background(), "j2"); j.State != mailqueue.JobQueued {
 		t.Errorf("j2 is %s, want queued: a closing runner leases nothing more", j.State)
 	}
 }

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -44,7 +45,7 @@ func virtualHarness(c goredis.UniversalClient, opts Options) func(t *testing.T) 
 		src := newSource(t, c, opts)
 		return conformance.Harness{
 			Source: src, Now: src.now, Advance: src.advance,
-			DedupeWindow: src.opts.DedupeWindow, RetainFailed: src.opts.RetainFailed,
+			DedupeWindow: src.opts.DedupeWindow, RetainFailed: src.opts.RetainFailed, RetainData: src.opts.RetainData,
 		}
 	}
 }
@@ -53,7 +54,8 @@ func virtualHarness(c goredis.UniversalClient, opts Options) func(t *testing.T) 
 // sleeps through short leases.
 func serverHarness(c goredis.UniversalClient, opts Options) func(t *testing.T) conformance.Harness {
 	return func(t *testing.T) conformance.Harness {
-		return conformance.Harness{Source: newSource(t, c, opts)}
+		src := newSource(t, c, opts)
+		return conformance.Harness{Source: src, RetainData: src.opts.RetainData}
 	}
 }
 
@@ -71,4 +73,30 @@ func runConformance(t *testing.T, c goredis.UniversalClient) {
 			conformance.TestSource(t, serverHarness(c, Options{Fairness: f}))
 		})
 	}
+	for _, rd := range []mailqueue.RetainData{mailqueue.RetainAllData, mailqueue.RetainNoData} {
+		t.Run("RetainData="+string(rd)+"/VirtualClock", func(t *testing.T) {
+			conformance.TestSource(t, virtualHarness(c, Options{RetainData: rd}))
+		})
+	}
+}
+
+// jobsAt lists the jobs of a state from offset, as the cursor of the
+// page that begins there would (the Source's cursor is the offset).
+func jobsAt(s *Source, state mailqueue.JobState, offset, limit int) ([]mailqueue.JobRow, error) {
+	cursor := ""
+	if offset > 0 {
+		cursor = strconv.Itoa(offset)
+	}
+	page, err := s.Jobs(context.Background(), mailqueue.JobsParams{State: state, Cursor: cursor, Limit: limit})
+	return page.Rows, err
+}
+
+// dataOf returns the stored JSON of a job, read from its hash.
+func dataOf(t testing.TB, s *Source, id string) []byte {
+	t.Helper()
+	b, err := s.c.HGet(context.Background(), s.pfx+"job:"+id, "data").Bytes()
+	if err != nil {
+		t.Fatalf("the data of %s: %v", id, err)
+	}
+	return b
 }

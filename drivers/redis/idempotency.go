@@ -16,7 +16,7 @@ import (
 
 // IdempotencyStore is an idempotency.Store on Redis, shared by every worker
 // that uses the same server and prefix, so that a message goes at most once
-// per key across processes (docs/spec/queue.md, "Several processes"). Reserve
+// per key across processes (spec: "Several processes"). Reserve
 // is SET key "R"+token NX PX ttl (and a GET of the entry in place when the
 // key is taken); Complete and Release are Lua scripts that compare the
 // stored token before they write (scripts/idem_*.lua). Entries expire by

@@ -30,6 +30,17 @@ func idemStore(t *testing.T) *IdempotencyStore {
 // entry expires by its time-to-live.
 func TestIdempotencyStore(t *testing.T) {
 	s := idemStore(t)
+	r := mail.Receipt{Category: mail.Accepted, Code: 250, ProviderID: "q-1", RetryAfter: time.Second,
+		Refused: []mail.RefusedRecipient{{Address: "x@example.com", Code: 550, Reason: "no such user"}}}
+	t.Run("Complete", func(t *testing.T) { testIdemComplete(t, s, r) })
+	t.Run("Release", func(t *testing.T) { testIdemRelease(t, s) })
+	t.Run("TimeToLive", func(t *testing.T) { testIdemTimeToLive(t, s, r) })
+}
+
+// testIdemComplete: a reserve compares nothing but NX; Complete and
+// Release by another token change nothing; a completed key answers its
+// receipt.
+func testIdemComplete(t *testing.T, s *IdempotencyStore, r mail.Receipt) {
 	e, err := s.Reserve(ctx, "k", "t1", time.Minute)
 	if err != nil || e != nil {
 		t.Fatalf("first Reserve = %+v, %v; want reserved", e, err)
@@ -44,8 +55,6 @@ func TestIdempotencyStore(t *testing.T) {
 	if ok, err := s.Release(ctx, "k", "t2"); ok || err != nil {
 		t.Errorf("Release by another token = %t, %v", ok, err)
 	}
-	r := mail.Receipt{Category: mail.Accepted, Code: 250, ProviderID: "q-1", RetryAfter: time.Second,
-		Refused: []mail.RefusedRecipient{{Address: "x@example.com", Code: 550, Reason: "no such user"}}}
 	if ok, err := s.Complete(ctx, "k", "t1", r, time.Minute); !ok || err != nil {
 		t.Fatalf("Complete = %t, %v", ok, err)
 	}
@@ -59,7 +68,10 @@ func TestIdempotencyStore(t *testing.T) {
 	if err != nil || e == nil || e.Token != "t1" || e.Receipt == nil || e.Receipt.ProviderID != "q-1" || e.Receipt.RetryAfter != time.Second || len(e.Receipt.Refused) != 1 {
 		t.Fatalf("Reserve of a completed key = %+v, %v; want its receipt", e, err)
 	}
+}
 
+// testIdemRelease: a released key is free to reserve again.
+func testIdemRelease(t *testing.T, s *IdempotencyStore) {
 	if e, _ := s.Reserve(ctx, "r", "t1", time.Minute); e != nil {
 		t.Fatal("not reserved")
 	}
@@ -69,7 +81,11 @@ func TestIdempotencyStore(t *testing.T) {
 	if e, _ := s.Reserve(ctx, "r", "t2", time.Minute); e != nil {
 		t.Errorf("Reserve after Release = %+v, want reserved", e)
 	}
+}
 
+// testIdemTimeToLive: a reservation that ran out can be neither completed
+// nor kept from another reserve.
+func testIdemTimeToLive(t *testing.T, s *IdempotencyStore, r mail.Receipt) {
 	if e, _ := s.Reserve(ctx, "short", "t1", 50*time.Millisecond); e != nil {
 		t.Fatal("not reserved")
 	}

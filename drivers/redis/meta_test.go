@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/alexify/mailer/drivers/redis/internal/redistest"
@@ -29,16 +30,25 @@ func queueKeys(t *testing.T, c goredis.UniversalClient, s *Source) []string {
 // defaults.
 func TestRetentionIsTheQueues(t *testing.T) {
 	c := redistest.Standalone(t)
-	prefix := redistest.Prefix(t)
+	producer, worker := checkRetentionStored(t, c, redistest.Prefix(t))
+	checkScriptsTakeTheQueuesRetention(t, c, producer, worker)
+}
+
+// checkRetentionStored opens a producer that sets no retention, then a
+// worker that sets it, on the queue of prefix; it checks that the worker's
+// is stored, that a zero field takes the queue's and that another is
+// refused, and returns the two sources.
+func checkRetentionStored(t *testing.T, c goredis.UniversalClient, prefix string) (producer, worker *Source) {
+	t.Helper()
 	// A producer that sets nothing, opened first, pins nothing.
-	producer := newSource(t, c, Options{Prefix: prefix})
-	if producer.opts.DedupeWindow != DefaultDedupeWindow || producer.opts.RetainData != mailqueue.RetainFailedData {
+	producer = newSource(t, c, Options{Prefix: prefix})
+	if producer.opts.DedupeWindow != mailqueue.DefaultDedupeWindow || producer.opts.RetainData != mailqueue.RetainFailedData {
 		t.Errorf("a zero Options on a new queue: %+v, want the defaults", producer.opts)
 	}
 	if n := c.HLen(ctx, producer.keys[keyMeta]).Val(); n != 1 {
 		t.Errorf("the meta key holds %d fields after an Open that set no retention, want fairness only", n)
 	}
-	worker := newSource(t, c, Options{Prefix: prefix, DedupeWindow: time.Hour, RetainFailed: 3 * time.Hour, RetainData: mailqueue.RetainAllData})
+	worker = newSource(t, c, Options{Prefix: prefix, DedupeWindow: time.Hour, RetainFailed: 3 * time.Hour, RetainData: mailqueue.RetainAllData})
 	meta := c.HGetAll(ctx, worker.keys[keyMeta]).Val()
 	if meta["dedupe"] != "3600000" || meta["retainf"] != "10800000" || meta["retaindata"] != "all" || meta["fairness"] != "none" {
 		t.Errorf("meta = %v, want the worker's retention", meta)
@@ -66,19 +76,24 @@ func TestRetentionIsTheQueues(t *testing.T) {
 	if _, err := OpenSource(ctx, Options{Client: c, Prefix: prefix, Fairness: mailqueue.FairnessTenant}); !errors.Is(err, ErrFairnessMismatch) {
 		t.Errorf("Open with another fairness: %v, want ErrFairnessMismatch", err)
 	}
+	return producer, worker
+}
 
-	// The producer opened before the retention was stored, with the
-	// defaults; its scripts take the queue's all the same: RetainData
-	// "all" keeps the message, the dedupe window is an hour.
+// checkScriptsTakeTheQueuesRetention: the producer opened before the
+// retention was stored, with the defaults; its scripts take the queue's
+// all the same: RetainData "all" keeps the message, the dedupe window is
+// an hour, RetainFailed three hours.
+func checkScriptsTakeTheQueuesRetention(t *testing.T, c goredis.UniversalClient, producer, worker *Source) {
+	t.Helper()
 	enqueue(t, producer, testJob("ok"), testJob("ko"))
-	for _, l := range reserve(t, producer, 2, time.Minute) {
+	for _, l := range reserve(t, producer, 2) {
 		if l.ID == "ok" {
 			_, _ = producer.Ack(ctx, mailqueue.AckParams{ID: l.ID, Token: l.Token})
 		} else {
 			_, _ = producer.Fail(ctx, mailqueue.FailParams{ID: l.ID, Token: l.Token, State: codes.StateFailed, Code: codes.QueueThrown})
 		}
 	}
-	if j, _, _ := producer.Get(ctx, "ok"); j.State != mailqueue.JobAccepted || j.Data == nil {
+	if j, _ := producer.Get(ctx, "ok"); j.State != mailqueue.JobAccepted || !j.DataKept {
 		t.Errorf("Get(ok) = %+v; want accepted, its message kept (RetainData all)", j)
 	}
 	if ttl := c.PTTL(ctx, producer.pfx+"job:ok").Val(); ttl <= 0 || ttl > time.Hour {
@@ -97,7 +112,7 @@ func TestRetentionIsTheQueues(t *testing.T) {
 	if n := c.ZCard(ctx, producer.keys[keyDoneAccepted]).Val(); n != 0 {
 		t.Errorf("Stats left %d stale entries in done:accepted", n)
 	}
-	if js, err := producer.Jobs(ctx, mailqueue.JobAccepted, 0, 10); err != nil || len(js) != 0 {
+	if js, err := jobsAt(producer, mailqueue.JobAccepted, 0, 10); err != nil || len(js) != 0 {
 		t.Errorf("Jobs(accepted) two hours on = %+v, %v; want none", js, err)
 	}
 	if res := enqueue(t, producer, testJob("ok")); res[0].Duplicate {
@@ -118,12 +133,12 @@ func TestRetentionIsTheQueues(t *testing.T) {
 func TestDoneIndexOutlivesItsJobs(t *testing.T) {
 	c := redistest.Standalone(t)
 	s := newSource(t, c, Options{DedupeWindow: 200 * time.Millisecond})
-	var jobs []mailqueue.NewJob
+	jobs := make([]mailqueue.NewJob, 0, 3)
 	for _, id := range []string{"a", "b", "c"} {
 		jobs = append(jobs, testJob(id))
 	}
 	enqueue(t, s, jobs...)
-	for _, l := range reserve(t, s, 3, time.Minute) {
+	for _, l := range reserve(t, s, 3) {
 		if ok, err := s.Ack(ctx, mailqueue.AckParams{ID: l.ID, Token: l.Token}); !ok || err != nil {
 			t.Fatalf("Ack(%s) = %t, %v", l.ID, ok, err)
 		}
@@ -135,7 +150,7 @@ func TestDoneIndexOutlivesItsJobs(t *testing.T) {
 	if st, _ := s.Stats(ctx); st.Accepted != 3 {
 		t.Errorf("Stats = %+v, want 3 accepted", st)
 	}
-	if js, _ := s.Jobs(ctx, mailqueue.JobAccepted, 0, 3); len(js) != 3 {
+	if js, _ := jobsAt(s, mailqueue.JobAccepted, 0, 3); len(js) != 3 {
 		t.Errorf("Jobs(accepted, 0, 3) = %d jobs, want 3 (the stale entries took the page)", len(js))
 	}
 	time.Sleep(300 * time.Millisecond)
@@ -153,24 +168,24 @@ func TestDoneIndexOutlivesItsJobs(t *testing.T) {
 func TestUseStoredWritesNothing(t *testing.T) {
 	c := redistest.Standalone(t)
 	s := newSource(t, c, Options{UseStored: true, DedupeWindow: time.Second, Fairness: mailqueue.FairnessTenant})
-	if s.opts.DedupeWindow != DefaultDedupeWindow || s.opts.RetainFailed != DefaultRetainFailed || s.opts.RetainData != mailqueue.RetainFailedData || s.opts.Fairness != mailqueue.FairnessNone {
+	if s.opts.DedupeWindow != mailqueue.DefaultDedupeWindow || s.opts.RetainFailed != mailqueue.DefaultRetainFailed || s.opts.RetainData != mailqueue.RetainFailedData || s.opts.Fairness != mailqueue.FairnessNone {
 		t.Errorf("UseStored on no queue: %+v, want the defaults", s.opts)
 	}
-	if st, err := s.Stats(ctx); err != nil || st != (Stats{}) {
+	if st, err := s.Stats(ctx); err != nil || !cmp.Equal(st, mailqueue.Stats{Now: st.Now}) {
 		t.Errorf("Stats = %+v, %v; want nothing", st, err)
 	}
 	for _, st := range []mailqueue.JobState{mailqueue.JobQueued, mailqueue.JobRunning, mailqueue.JobAccepted, mailqueue.JobFailed, mailqueue.JobDeliveryUnknown} {
-		if js, err := s.Jobs(ctx, st, 0, 10); err != nil || len(js) != 0 {
+		if js, err := jobsAt(s, st, 0, 10); err != nil || len(js) != 0 {
 			t.Errorf("Jobs(%s) = %+v, %v", st, js, err)
 		}
 	}
 	if _, err := s.Failed(ctx, 10); err != nil {
 		t.Error(err)
 	}
-	if err := s.RetryFailed(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+	if err := s.RetryFailed(ctx, "nope"); !errors.Is(err, mailqueue.ErrNotFound) {
 		t.Errorf("RetryFailed = %v, want ErrNotFound", err)
 	}
-	if n, err := s.Purge(ctx, PurgeParams{State: mailqueue.JobFailed}); err != nil || n != 0 {
+	if n, err := s.Purge(ctx, mailqueue.PurgeParams{State: mailqueue.JobFailed}); err != nil || n != 0 {
 		t.Errorf("Purge = %d, %v", n, err)
 	}
 	if keys := queueKeys(t, c, s); len(keys) != 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -11,96 +12,28 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/alexify/mailer/gen/codes"
-	"github.com/alexify/mailer/gen/jobv1"
 	"github.com/alexify/mailer/mailqueue"
 )
 
-// Job is what the Redis queue tells of a job.
-type Job struct {
-	// ID is the job's id; Hash its hash (docs/wire.md).
-	ID, Hash string
-	// V is the job's version ("v" of its JSON), kept when its data is
-	// dropped.
-	V string
-	// State is where the job is.
-	State mailqueue.JobState
-	// Priority and TenantID are those it was enqueued with.
-	Priority jobv1.Priority
-	TenantID string
-	// Attempts is the attempts spent; MaxAttempts the attempts in all.
-	Attempts, MaxAttempts int
-	// Redeliveries counts the runs that ended unsettled.
-	Redeliveries int
-	// RunAt is when a queued job is due; LeaseUntil when a running job's
-	// lease ends (server time); FinishedAt when a finished job finished.
-	RunAt, EnqueuedAt, FinishedAt, LeaseUntil time.Time
-	// Code and Reason are those of the last retry, release or failure.
-	Code   codes.Code
-	Reason string
-	// Data is the job's JSON; nil once it was dropped (RetainData).
-	Data []byte
-}
+var (
+	_ mailqueue.Operator = (*Queue)(nil)
+	_ mailqueue.Operator = (*Source)(nil)
+)
 
-// Stats counts the jobs by state.
-type Stats struct {
-	// Queued counts the queued jobs; Due those of them due now (by the
-	// server's clock), paused or not.
-	Queued, Due int64
-	// Running counts the leased jobs.
-	Running int64
-	// Accepted, Failed and DeliveryUnknown count the finished jobs still
-	// kept.
-	Accepted, Failed, DeliveryUnknown int64
-	// Paused is true while the whole queue is paused.
-	Paused bool
-}
-
-// ErrNotFound is returned for a job the queue does not hold.
-var ErrNotFound = errors.New("redis: no such job")
-
-// ErrNotFailed is returned by RetryFailed for a job that is not failed.
-var ErrNotFailed = errors.New("redis: the job is not failed")
-
-// ErrNoData is returned by RetryFailed for a failed job whose message was
-// dropped (RetainData "none").
-var ErrNoData = errors.New("redis: the job kept no message to run again")
-
-// serverNow returns the server's clock (plus the tests' shift).
-func (s *Source) serverNow(ctx context.Context) (time.Time, error) {
-	var t time.Time
-	var err error
-	if cc, ok := s.c.(*goredis.ClusterClient); ok {
-		var c *goredis.Client
-		if c, err = cc.MasterForKey(ctx, s.keys[keyMeta]); err == nil {
-			t, err = c.Time(ctx).Result()
-		}
-	} else {
-		t, err = s.c.Time(ctx).Result()
-	}
-	if err != nil {
-		return time.Time{}, fmt.Errorf("redis: time: %w", err)
-	}
-	return t.Add(time.Duration(s.shift.Load()) * time.Millisecond), nil
-}
-
-// Stats counts the jobs by state, in one pipeline (not one snapshot: a job
-// that moves meanwhile may count twice or not at all). The finished jobs
+// Stats counts the jobs by state and reads the pauses, in one pipeline
+// (not one snapshot: a job that moves meanwhile may count twice or not at
+// all), on the server's clock; see mailqueue.Inspector. The finished jobs
 // are counted by the queue's retention, whatever the source was opened
 // with (scripts/finished.lua).
-func (s *Source) Stats(ctx context.Context) (Stats, error) {
-	now, err := s.serverNow(ctx)
-	if err != nil {
-		return Stats{}, err
-	}
-	ms := now.UnixMilli()
+func (s *Source) Stats(ctx context.Context) (mailqueue.Stats, error) {
 	pipe := s.c.Pipeline()
 	queued := scriptQueued.EvalSha(ctx, pipe, s.keys, s.args("count")...)
 	running := pipe.ZCard(ctx, s.keys[keyLeased])
 	finished := scriptFinished.EvalSha(ctx, pipe, s.keys, s.args("count")...)
-	pause := pipe.HGet(ctx, s.keys[keyPause], "q")
+	pauses := pipe.HGetAll(ctx, s.keys[keyPause])
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
 		if !goredis.HasErrorPrefix(err, "NOSCRIPT") {
-			return Stats{}, fmt.Errorf("redis: stats: %w", err)
+			return mailqueue.Stats{}, fmt.Errorf("redis: stats: %w", err)
 		}
 		// The server lost the scripts (a restart, a failover): Run loads
 		// them again.
@@ -112,21 +45,43 @@ func (s *Source) Stats(ctx context.Context) (Stats, error) {
 		}
 	}
 	q, err := queued.Int64Slice()
-	if err != nil || len(q) != 2 {
-		return Stats{}, fmt.Errorf("redis: stats: queued: %d values, %v", len(q), err)
+	if err != nil {
+		return mailqueue.Stats{}, fmt.Errorf("redis: stats: queued: %w", err)
 	}
 	f, err := finished.Int64Slice()
-	if err != nil || len(f) != 3 {
-		return Stats{}, fmt.Errorf("redis: stats: finished: %d values, %v", len(f), err)
+	if err != nil {
+		return mailqueue.Stats{}, fmt.Errorf("redis: stats: finished: %w", err)
+	}
+	if len(q) != 4 || len(f) != 3 {
+		return mailqueue.Stats{}, fmt.Errorf("redis: stats: %d and %d values, want 4 and 3", len(q), len(f))
 	}
 	if err := running.Err(); err != nil {
-		return Stats{}, fmt.Errorf("redis: stats: %w", err)
+		return mailqueue.Stats{}, fmt.Errorf("redis: stats: %w", err)
 	}
-	pu, _ := pause.Int64()
-	return Stats{
+	if err := pauses.Err(); err != nil {
+		return mailqueue.Stats{}, fmt.Errorf("redis: stats: %w", err)
+	}
+	ms := q[3]
+	st := mailqueue.Stats{
 		Queued: q[0], Due: q[1], Running: running.Val(),
-		Accepted: f[0], Failed: f[1], DeliveryUnknown: f[2], Paused: pu > ms,
-	}, nil
+		Accepted: f[0], Failed: f[1], DeliveryUnknown: f[2], Now: time.UnixMilli(ms),
+	}
+	if q[2] >= 0 && q[2] <= ms {
+		st.OldestQueuedAge = time.Duration(ms-q[2]) * time.Millisecond
+	}
+	for field, v := range pauses.Val() {
+		until, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || until <= ms {
+			continue
+		}
+		if field == "q" {
+			st.Paused, st.PausedUntil = true, time.UnixMilli(until)
+		} else if t, ok := strings.CutPrefix(field, "t:"); ok {
+			st.PausedTenants = append(st.PausedTenants, mailqueue.TenantPause{TenantID: t, Until: time.UnixMilli(until)})
+		}
+	}
+	sort.Slice(st.PausedTenants, func(i, j int) bool { return st.PausedTenants[i].TenantID < st.PausedTenants[j].TenantID })
+	return st, nil
 }
 
 // index returns the key of the zset that lists the jobs of a state other
@@ -142,91 +97,131 @@ func (s *Source) index(state mailqueue.JobState) (string, error) {
 	case mailqueue.JobDeliveryUnknown:
 		return s.keys[keyDoneDeliveryUnknown], nil
 	}
-	return "", fmt.Errorf("redis: unknown state %q", state)
+	return "", fmt.Errorf("redis: jobs: unknown state %q", state)
 }
 
-// Jobs returns up to limit jobs of a state from offset: queued jobs by due
-// time, running ones by lease end, finished ones by finish time (the
-// oldest first). A finished job whose retention (the queue's) ran out is
-// left out (scripts/finished.lua).
-func (s *Source) Jobs(ctx context.Context, state mailqueue.JobState, offset, limit int) ([]Job, error) {
-	if state == mailqueue.JobQueued {
-		if limit <= 0 {
-			return nil, nil
+// Jobs lists a page of the jobs of p.State; see mailqueue.Inspector:
+// queued jobs by due time, running ones by lease end, finished ones by
+// finish time, the oldest first. A finished job whose retention (the
+// queue's) ran out is left out (scripts/finished.lua). The cursor is the
+// position of the page in the state's order.
+func (s *Source) Jobs(ctx context.Context, p mailqueue.JobsParams) (mailqueue.JobPage, error) {
+	offset := 0
+	if p.Cursor != "" {
+		n, err := strconv.Atoi(p.Cursor)
+		if err != nil || n < 0 {
+			return mailqueue.JobPage{}, fmt.Errorf("redis: jobs: cursor %q is not one of this store's", p.Cursor)
 		}
-		ids, err := scriptQueued.Run(ctx, s.c, s.keys, s.args("list", max(offset, 0), limit)...).StringSlice()
-		if err != nil {
-			return nil, fmt.Errorf("redis: jobs: %w", err)
-		}
-		return s.getMany(ctx, ids, state)
+		offset = n
 	}
-	key, err := s.index(state)
+	if p.Limit <= 0 {
+		p.Limit = mailqueue.DefaultJobsLimit
+	}
+	ids, err := s.jobIDs(ctx, p.State, offset, p.Limit+1)
 	if err != nil {
-		return nil, err
+		return mailqueue.JobPage{}, err
 	}
-	if limit <= 0 {
-		return nil, nil
+	var page mailqueue.JobPage
+	if len(ids) > p.Limit {
+		ids = ids[:p.Limit]
+		page.Next = strconv.Itoa(offset + p.Limit)
 	}
-	offset = max(offset, 0)
+	page.Rows, err = s.getMany(ctx, ids, p.State)
+	return page, err
+}
+
+// jobIDs returns up to limit ids of the jobs of a state from offset, in
+// the state's order.
+func (s *Source) jobIDs(ctx context.Context, state mailqueue.JobState, offset, limit int) ([]string, error) {
 	var ids []string
-	if state == mailqueue.JobRunning {
-		ids, err = s.c.ZRange(ctx, key, int64(offset), int64(offset+limit-1)).Result()
-	} else {
+	var err error
+	switch state {
+	case mailqueue.JobQueued:
+		ids, err = scriptQueued.Run(ctx, s.c, s.keys, s.args("list", offset, limit)...).StringSlice()
+	case mailqueue.JobRunning:
+		ids, err = s.c.ZRange(ctx, s.keys[keyLeased], int64(offset), int64(offset+limit-1)).Result()
+	default:
+		if _, err := s.index(state); err != nil {
+			return nil, err
+		}
 		ids, err = scriptFinished.Run(ctx, s.c, s.keys, s.args("list", string(state), offset, limit)...).StringSlice()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("redis: jobs: %w", err)
 	}
-	return s.getMany(ctx, ids, state)
+	return ids, nil
 }
 
 // Failed returns up to limit jobs failed for good (failed, then
-// delivery_unknown), the oldest first.
-func (s *Source) Failed(ctx context.Context, limit int) ([]Job, error) {
-	a, err := s.Jobs(ctx, mailqueue.JobFailed, 0, limit)
-	if err != nil {
-		return nil, err
-	}
-	b, err := s.Jobs(ctx, mailqueue.JobDeliveryUnknown, 0, limit-len(a))
-	if err != nil {
-		return nil, err
-	}
-	return append(a, b...), nil
-}
-
-// Get returns the job of the id; false when the queue does not hold it.
-func (s *Source) Get(ctx context.Context, id string) (Job, bool, error) {
-	js, err := s.getMany(ctx, []string{id}, "")
-	if err != nil || len(js) == 0 {
-		return Job{}, false, err
-	}
-	return js[0], true, nil
-}
-
-func (s *Source) getMany(ctx context.Context, ids []string, state mailqueue.JobState) ([]Job, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	pipe := s.c.Pipeline()
-	cmds := make([]*goredis.MapStringStringCmd, len(ids))
-	for i, id := range ids {
-		cmds[i] = pipe.HGetAll(ctx, s.pfx+"job:"+id)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("redis: get: %w", err)
-	}
-	out := make([]Job, 0, len(ids))
-	for i, c := range cmds {
-		m := c.Val()
-		if len(m) == 0 || m["hash"] == "" || state != "" && mailqueue.JobState(m["state"]) != state {
-			continue
+// delivery_unknown), the oldest first; see mailqueue.Inspector.
+func (s *Source) Failed(ctx context.Context, limit int) ([]mailqueue.JobRow, error) {
+	var out []mailqueue.JobRow
+	for _, st := range []mailqueue.JobState{mailqueue.JobFailed, mailqueue.JobDeliveryUnknown} {
+		if limit-len(out) <= 0 {
+			break
 		}
-		out = append(out, jobOf(ids[i], m))
+		ids, err := s.jobIDs(ctx, st, 0, limit-len(out))
+		if err != nil {
+			return nil, err
+		}
+		rows, err := s.getMany(ctx, ids, st)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rows...)
 	}
 	return out, nil
 }
 
-func jobOf(id string, m map[string]string) Job {
+// Get returns the job of the id; see mailqueue.Inspector.
+func (s *Source) Get(ctx context.Context, id string) (mailqueue.JobRow, error) {
+	js, err := s.getMany(ctx, []string{id}, "")
+	if err != nil {
+		return mailqueue.JobRow{}, err
+	}
+	if len(js) == 0 {
+		return mailqueue.JobRow{}, fmt.Errorf("redis: %w: %s", mailqueue.ErrNotFound, id)
+	}
+	return js[0], nil
+}
+
+// rowFields are the fields of a job's hash a JobRow reads: never its data.
+var rowFields = []string{"hash", "v", "state", "pri", "tenant", "att", "max", "redel", "runat", "enq", "fin", "until", "code", "reason"}
+
+// getMany reads the jobs of the ids, leaving out those gone and, when
+// state is set, those no longer in it.
+func (s *Source) getMany(ctx context.Context, ids []string, state mailqueue.JobState) ([]mailqueue.JobRow, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	pipe := s.c.Pipeline()
+	fields := make([]*goredis.SliceCmd, len(ids))
+	data := make([]*goredis.BoolCmd, len(ids))
+	for i, id := range ids {
+		fields[i] = pipe.HMGet(ctx, s.pfx+"job:"+id, rowFields...)
+		data[i] = pipe.HExists(ctx, s.pfx+"job:"+id, "data")
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("redis: get: %w", err)
+	}
+	out := make([]mailqueue.JobRow, 0, len(ids))
+	for i, c := range fields {
+		m := map[string]string{}
+		for k, v := range c.Val() {
+			if str, ok := v.(string); ok {
+				m[rowFields[k]] = str
+			}
+		}
+		if m["hash"] == "" || state != "" && mailqueue.JobState(m["state"]) != state {
+			continue
+		}
+		out = append(out, rowOf(ids[i], m, data[i].Val()))
+	}
+	return out, nil
+}
+
+// rowOf reads a JobRow from the fields of a job's hash.
+func rowOf(id string, m map[string]string, dataKept bool) mailqueue.JobRow {
 	num := func(k string) int64 { n, _ := strconv.ParseInt(m[k], 10, 64); return n }
 	at := func(k string) time.Time {
 		if m[k] == "" {
@@ -234,21 +229,21 @@ func jobOf(id string, m map[string]string) Job {
 		}
 		return time.UnixMilli(num(k))
 	}
-	j := Job{
-		ID: id, Hash: m["hash"], V: m["v"], State: mailqueue.JobState(m["state"]), Priority: priorityOf(num("pri")),
-		TenantID: m["tenant"], Attempts: int(num("att")), MaxAttempts: int(num("max")), Redeliveries: int(num("redel")),
-		RunAt: at("runat"), EnqueuedAt: at("enq"), FinishedAt: at("fin"), LeaseUntil: at("until"),
-		Code: codes.Code(m["code"]), Reason: m["reason"],
+	j := mailqueue.JobRow{
+		ID: id, Hash: m["hash"], Version: int(num("v")), State: mailqueue.JobState(m["state"]), Priority: priorityOf(num("pri")),
+		TenantID: m["tenant"], Attempt: int(num("att")), MaxAttempts: int(num("max")), Redeliveries: int(num("redel")),
+		RunAt: at("runat"), EnqueuedAt: at("enq"), FinishedAt: at("fin"),
+		Code: codes.Code(m["code"]), Reason: m["reason"], DataKept: dataKept,
 	}
-	if d, ok := m["data"]; ok {
-		j.Data = []byte(d)
+	if j.State == mailqueue.JobRunning {
+		j.LeaseUntil = at("until")
 	}
 	return j
 }
 
 // RetryFailed queues a failed job (failed or delivery_unknown) again by
-// hand, due now, its attempts and redeliveries reset. It returns an error
-// wrapping ErrNotFound, ErrNotFailed or ErrNoData when it cannot.
+// hand, due now, its attempts and redeliveries reset; see
+// mailqueue.Operator.
 func (s *Source) RetryFailed(ctx context.Context, id string) error {
 	n, err := scriptRetryFailed.Run(ctx, s.c, s.keys, s.args(id)...).Int64()
 	if err != nil {
@@ -256,34 +251,26 @@ func (s *Source) RetryFailed(ctx context.Context, id string) error {
 	}
 	switch n {
 	case 0:
-		return fmt.Errorf("%w: %s", ErrNotFound, id)
+		return fmt.Errorf("redis: %w: %s", mailqueue.ErrNotFound, id)
 	case -1:
-		return fmt.Errorf("%w: %s", ErrNotFailed, id)
+		return fmt.Errorf("redis: %w: %s", mailqueue.ErrNotFailed, id)
 	case -2:
-		return fmt.Errorf("%w: %s", ErrNoData, id)
+		return fmt.Errorf("redis: %w: %s", mailqueue.ErrNoData, id)
 	}
 	return nil
 }
 
-// PurgeParams say which finished jobs Purge forgets.
-type PurgeParams struct {
-	// State is StateAccepted, StateFailed or StateDeliveryUnknown.
-	State mailqueue.JobState
-	// OlderThan is how long ago a job must have finished; 0 forgets every
-	// finished job of the state.
-	OlderThan time.Duration
-}
-
 // Purge forgets the finished jobs of p.State that finished at least
-// p.OlderThan ago, and returns how many. Retention by time does the same
-// on its own; Purge is for an operator. An enqueue under the key of a
-// purged job stores it again: purging accepted jobs ends their dedupe
-// window early. Queued and running jobs are never purged.
-func (s *Source) Purge(ctx context.Context, p PurgeParams) (int, error) {
+// p.OlderThan ago, and returns how many; see mailqueue.Operator. Retention
+// by time does the same on its own; Purge is for an operator.
+func (s *Source) Purge(ctx context.Context, p mailqueue.PurgeParams) (int, error) {
 	switch p.State {
 	case mailqueue.JobAccepted, mailqueue.JobFailed, mailqueue.JobDeliveryUnknown:
 	default:
 		return 0, fmt.Errorf("redis: purge: %q is not a finished state", p.State)
+	}
+	if p.OlderThan < 0 {
+		return 0, fmt.Errorf("redis: purge: OlderThan %v is negative", p.OlderThan)
 	}
 	total := 0
 	for {
@@ -303,7 +290,7 @@ func (s *Source) Purge(ctx context.Context, p PurgeParams) (int, error) {
 // for tests and for retiring a queue; workers still running on the queue
 // lose their leases.
 func (s *Source) Obliterate(ctx context.Context) (int, error) {
-	var node goredis.UniversalClient = s.c
+	node := s.c
 	if cc, ok := s.c.(*goredis.ClusterClient); ok {
 		c, err := cc.MasterForKey(ctx, s.keys[keyMeta])
 		if err != nil {

@@ -1,7 +1,9 @@
 // Package redis is the Redis driver of the mail queue: a mailqueue.Source on
 // Redis (or Valkey) through github.com/redis/go-redis/v9, run by the polling
-// driver, with the semantics of the spec's BullMQ driver and of the memory
-// queue (docs/spec/queue.md, docs/spec/bullmq.md; docs/architecture.md, "Drivers").
+// driver. It behaves as the memory queue does, so that the conformance
+// suite holds both to one contract, and keeps the jobs as the spec's BullMQ
+// driver does: a hash per job, sorted sets by due time, a lease token per
+// run (spec: "Drivers", and the BullMQ driver's spec).
 //
 // Every state change is one Lua script (the embedded scripts/*.lua, each
 // with a header stating its KEYS, ARGV and return values), run atomically
@@ -89,10 +91,8 @@ const (
 
 // The defaults of the spec's Defaults table, and the driver's own.
 const (
-	DefaultPrefix       = "mailer"
-	DefaultQueue        = "mail"
-	DefaultDedupeWindow = 24 * time.Hour
-	DefaultRetainFailed = 7 * 24 * time.Hour
+	DefaultPrefix = "mailer"
+	DefaultQueue  = "mail"
 	// DefaultPollInterval is how long an idle worker waits before it
 	// reserves again when nothing woke it: a safety net only, as the
 	// server wakes idle workers (5 seconds).
@@ -166,8 +166,8 @@ var ErrFairnessMismatch = errors.New("redis: the queue was made with another fai
 var ErrRetentionMismatch = errors.New("redis: the queue was made with another retention")
 
 // Queue is the Redis queue: the polling driver over a Source, a
-// mailqueue.Driver and a mailqueue.Pauser, plus the operations of an
-// operator (Stats, Jobs, Get, Failed, RetryFailed, Purge).
+// mailqueue.Driver, and a mailqueue.Operator (Stats, Jobs, Get, Failed,
+// RetryFailed, Purge, Pause, Resume), as its Source is.
 type Queue struct {
 	*polling.Driver
 	src *Source
@@ -194,7 +194,8 @@ func Open(ctx context.Context, opts Options) (*Queue, error) {
 // Source returns the queue's Source.
 func (q *Queue) Source() *Source { return q.src }
 
-// RetryFailed queues a failed job again by hand; see Source.RetryFailed.
+// RetryFailed queues a failed job again by hand and wakes the idle
+// runners; see Source.RetryFailed.
 func (q *Queue) RetryFailed(ctx context.Context, id string) error {
 	if err := q.src.RetryFailed(ctx, id); err != nil {
 		return err
@@ -204,23 +205,27 @@ func (q *Queue) RetryFailed(ctx context.Context, id string) error {
 }
 
 // Stats counts the jobs by state; see Source.Stats.
-func (q *Queue) Stats(ctx context.Context) (Stats, error) { return q.src.Stats(ctx) }
+func (q *Queue) Stats(ctx context.Context) (mailqueue.Stats, error) { return q.src.Stats(ctx) }
 
-// Jobs lists the jobs of a state; see Source.Jobs.
-func (q *Queue) Jobs(ctx context.Context, state mailqueue.JobState, offset, limit int) ([]Job, error) {
-	return q.src.Jobs(ctx, state, offset, limit)
+// Jobs lists a page of the jobs of a state; see Source.Jobs.
+func (q *Queue) Jobs(ctx context.Context, p mailqueue.JobsParams) (mailqueue.JobPage, error) {
+	return q.src.Jobs(ctx, p)
 }
 
 // Get returns the job of the id; see Source.Get.
-func (q *Queue) Get(ctx context.Context, id string) (Job, bool, error) { return q.src.Get(ctx, id) }
+func (q *Queue) Get(ctx context.Context, id string) (mailqueue.JobRow, error) {
+	return q.src.Get(ctx, id)
+}
 
 // Failed lists the jobs failed for good; see Source.Failed.
-func (q *Queue) Failed(ctx context.Context, limit int) ([]Job, error) {
+func (q *Queue) Failed(ctx context.Context, limit int) ([]mailqueue.JobRow, error) {
 	return q.src.Failed(ctx, limit)
 }
 
 // Purge forgets finished jobs; see Source.Purge.
-func (q *Queue) Purge(ctx context.Context, p PurgeParams) (int, error) { return q.src.Purge(ctx, p) }
+func (q *Queue) Purge(ctx context.Context, p mailqueue.PurgeParams) (int, error) {
+	return q.src.Purge(ctx, p)
+}
 
 // Source is a mailqueue.Source and a mailqueue.Pauser on Redis, and a
 // polling.Notifier: it wakes the idle runners of the polling driver when a
@@ -250,31 +255,15 @@ var (
 )
 
 // OpenSource checks the server and returns the Source alone, for a driver
-// of your own; Open wraps it in the polling driver. It returns an error
-// wrapping ErrEvictionPolicy, ErrFairnessMismatch or ErrRetentionMismatch,
-// or the server's.
+// of your own; Open wraps it in the polling driver. It returns a
+// *mailqueue.OptionError for an option out of range or unknown (see
+// Options), an error wrapping ErrEvictionPolicy, ErrFairnessMismatch or
+// ErrRetentionMismatch, or the server's.
 func OpenSource(ctx context.Context, opts Options) (*Source, error) {
-	if opts.Client == nil {
-		return nil, errors.New("redis: Options.Client is required")
+	if err := opts.validate(); err != nil {
+		return nil, err
 	}
-	if opts.Prefix == "" {
-		opts.Prefix = DefaultPrefix
-	}
-	if opts.Queue == "" {
-		opts.Queue = DefaultQueue
-	}
-	if strings.ContainsAny(opts.Prefix+opts.Queue, "{}") {
-		return nil, errors.New("redis: Options.Prefix and Options.Queue may not hold { or }")
-	}
-	if opts.Fairness == "" {
-		opts.Fairness = mailqueue.FairnessNone
-	}
-	if opts.Fairness != mailqueue.FairnessNone && opts.Fairness != mailqueue.FairnessTenant {
-		return nil, fmt.Errorf("redis: unknown fairness %q", opts.Fairness)
-	}
-	if opts.RetainData != "" && !validRetainData(opts.RetainData) {
-		return nil, fmt.Errorf("redis: unknown RetainData %q", opts.RetainData)
-	}
+	opts = opts.withDefaults()
 	// The retention the caller set, stored or checked against the queue's
 	// (checkMeta), in whole milliseconds (at least one), as Redis keeps
 	// them; the zero fields take the queue's.
@@ -285,15 +274,6 @@ func OpenSource(ctx context.Context, opts Options) (*Source, error) {
 		return max(d.Truncate(time.Millisecond), time.Millisecond)
 	}
 	asked := settings{dedupe: ms(opts.DedupeWindow), retainFailed: ms(opts.RetainFailed), retainData: opts.RetainData}
-	if opts.LeaseDuration <= 0 {
-		opts.LeaseDuration = polling.DefaultLeaseDuration
-	}
-	if opts.PollInterval <= 0 {
-		opts.PollInterval = DefaultPollInterval
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
 	tag := "{" + opts.Prefix + ":" + opts.Queue + "}"
 	s := &Source{c: opts.Client, opts: opts, log: opts.Logger, tag: tag, pfx: tag + ":"}
 	s.keys = []string{
@@ -315,6 +295,60 @@ func OpenSource(ctx context.Context, opts Options) (*Source, error) {
 		return nil, fmt.Errorf("redis: loading the scripts: %w", err)
 	}
 	return s, nil
+}
+
+// withDefaults returns a copy of the options whose zero fields take their
+// defaults. DedupeWindow, RetainFailed and RetainData stay zero: a zero
+// field takes the queue's (checkMeta). CloseTimeout is left to polling.New,
+// which takes the same zero value.
+func (o Options) withDefaults() Options {
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if o.Queue == "" {
+		o.Queue = DefaultQueue
+	}
+	if o.Fairness == "" {
+		o.Fairness = mailqueue.FairnessNone
+	}
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration = polling.DefaultLeaseDuration
+	}
+	if o.PollInterval == 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// validate refuses the options OpenSource cannot honour, naming the option
+// and its value.
+func (o Options) validate() error {
+	const pkg = "redis"
+	if o.Client == nil {
+		return &mailqueue.OptionError{Package: pkg, Option: "Options.Client", Rule: "is required"}
+	}
+	for name, v := range map[string]string{"Options.Prefix": o.Prefix, "Options.Queue": o.Queue} {
+		if strings.ContainsAny(v, "{}") {
+			return &mailqueue.OptionError{Package: pkg, Option: name, Value: v, Rule: "holds { or }: the driver makes the queue's hash tag of it"}
+		}
+	}
+	for _, err := range []error{
+		mailqueue.CheckOneOf(pkg, "Options.Fairness", o.Fairness, mailqueue.AllFairness...),
+		mailqueue.CheckOneOf(pkg, "Options.RetainData", o.RetainData, mailqueue.AllRetainData...),
+		mailqueue.CheckNotNegative(pkg, "Options.DedupeWindow", o.DedupeWindow),
+		mailqueue.CheckNotNegative(pkg, "Options.RetainFailed", o.RetainFailed),
+		mailqueue.CheckNotNegative(pkg, "Options.LeaseDuration", o.LeaseDuration),
+		mailqueue.CheckNotNegative(pkg, "Options.PollInterval", o.PollInterval),
+		mailqueue.CheckNotNegative(pkg, "Options.CloseTimeout", o.CloseTimeout),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkEviction refuses a server that may evict keys.
@@ -346,10 +380,6 @@ func (s *Source) checkEviction(ctx context.Context) error {
 	return err
 }
 
-func validRetainData(r mailqueue.RetainData) bool {
-	return r == mailqueue.RetainFailedData || r == mailqueue.RetainAllData || r == mailqueue.RetainNoData
-}
-
 // settings are the retention of a queue, as its meta key holds them; a
 // zero field is one not held (or not set).
 type settings struct {
@@ -366,6 +396,32 @@ var metaFields = []string{"fairness", "dedupe", "retainf", "retaindata"}
 // not hold). With UseStored, it only reads, and takes the queue's
 // fairness too.
 func (s *Source) checkMeta(ctx context.Context, asked settings) error {
+	vals, err := s.readMeta(ctx, asked)
+	if err != nil {
+		return err
+	}
+	if err := s.takeFairness(mailqueue.Fairness(metaString(vals, 0))); err != nil {
+		return err
+	}
+	held, err := s.parseRetention(vals)
+	if err != nil {
+		return err
+	}
+	if !s.opts.UseStored {
+		if err := s.retentionMismatch(held, asked); err != nil {
+			return err
+		}
+	}
+	s.opts.DedupeWindow = cmp.Or(held.dedupe, mailqueue.DefaultDedupeWindow)
+	s.opts.RetainFailed = cmp.Or(held.retainFailed, mailqueue.DefaultRetainFailed)
+	s.opts.RetainData = cmp.Or(held.retainData, mailqueue.RetainFailedData)
+	return nil
+}
+
+// readMeta returns the fields of the meta key (metaFields). Unless
+// UseStored, it first stores the fairness and the retention the caller set
+// where the queue holds none, in one transaction with the read.
+func (s *Source) readMeta(ctx context.Context, asked settings) ([]any, error) {
 	var vals []any
 	var err error
 	if s.opts.UseStored {
@@ -391,52 +447,70 @@ func (s *Source) checkMeta(ctx context.Context, asked settings) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("redis: %w", err)
+		return nil, fmt.Errorf("redis: %w", err)
 	}
-	str := func(i int) string { v, _ := vals[i].(string); return v }
 	if len(vals) != len(metaFields) {
-		return fmt.Errorf("redis: %s: %d values of %d fields", s.keys[keyMeta], len(vals), len(metaFields))
+		return nil, fmt.Errorf("redis: %s: %d values of %d fields", s.keys[keyMeta], len(vals), len(metaFields))
 	}
-	if f := mailqueue.Fairness(str(0)); s.opts.UseStored {
+	return vals, nil
+}
+
+// metaString returns the i-th of the meta key's fields, "" when it holds
+// none.
+func metaString(vals []any, i int) string { v, _ := vals[i].(string); return v }
+
+// takeFairness takes f, the queue's fairness, with UseStored (FairnessNone
+// when it holds none), or refuses another than the caller's.
+func (s *Source) takeFairness(f mailqueue.Fairness) error {
+	if s.opts.UseStored {
 		s.opts.Fairness = cmp.Or(f, mailqueue.FairnessNone)
-		if s.opts.Fairness != mailqueue.FairnessNone && s.opts.Fairness != mailqueue.FairnessTenant {
+		if !s.opts.Fairness.Valid() {
 			return fmt.Errorf("redis: %s holds fairness %q", s.keys[keyMeta], f)
 		}
-	} else if f != s.opts.Fairness {
+		return nil
+	}
+	if f != s.opts.Fairness {
 		return fmt.Errorf("%w: %s is %q, Options.Fairness %q", ErrFairnessMismatch, s.tag, f, s.opts.Fairness)
 	}
+	return nil
+}
+
+// parseRetention reads the retention of the meta key's fields, refusing a
+// value no driver stores.
+func (s *Source) parseRetention(vals []any) (settings, error) {
 	var held settings
 	for i, d := range []*time.Duration{&held.dedupe, &held.retainFailed} {
-		if v := str(1 + i); v != "" {
+		if v := metaString(vals, 1+i); v != "" {
 			ms, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || ms <= 0 {
-				return fmt.Errorf("redis: %s holds %s %q", s.keys[keyMeta], metaFields[1+i], v)
+				return held, fmt.Errorf("redis: %s holds %s %q", s.keys[keyMeta], metaFields[1+i], v)
 			}
 			*d = time.Duration(ms) * time.Millisecond
 		}
 	}
-	if v := mailqueue.RetainData(str(3)); v != "" {
-		if !validRetainData(v) {
-			return fmt.Errorf("redis: %s holds retaindata %q", s.keys[keyMeta], v)
+	if v := mailqueue.RetainData(metaString(vals, 3)); v != "" {
+		if !v.Valid() {
+			return held, fmt.Errorf("redis: %s holds retaindata %q", s.keys[keyMeta], v)
 		}
 		held.retainData = v
 	}
-	if !s.opts.UseStored {
-		mismatch := func(name string, held, asked any) error {
-			return fmt.Errorf("%w: %s holds %s %v, Options %v", ErrRetentionMismatch, s.tag, name, held, asked)
-		}
-		switch {
-		case asked.dedupe > 0 && held.dedupe != asked.dedupe:
-			return mismatch("DedupeWindow", held.dedupe, asked.dedupe)
-		case asked.retainFailed > 0 && held.retainFailed != asked.retainFailed:
-			return mismatch("RetainFailed", held.retainFailed, asked.retainFailed)
-		case asked.retainData != "" && held.retainData != asked.retainData:
-			return mismatch("RetainData", held.retainData, asked.retainData)
-		}
+	return held, nil
+}
+
+// retentionMismatch returns an error wrapping ErrRetentionMismatch when the
+// caller set a retention other than the one the queue holds.
+func (s *Source) retentionMismatch(held, asked settings) error {
+	mismatch := func(name string, held, asked any) error {
+		return fmt.Errorf("%w: %s holds %s %v, Options %v", ErrRetentionMismatch, s.tag, name, held, asked)
 	}
-	s.opts.DedupeWindow = cmp.Or(held.dedupe, DefaultDedupeWindow)
-	s.opts.RetainFailed = cmp.Or(held.retainFailed, DefaultRetainFailed)
-	s.opts.RetainData = cmp.Or(held.retainData, mailqueue.RetainFailedData)
+	switch {
+	case asked.dedupe > 0 && held.dedupe != asked.dedupe:
+		return mismatch("DedupeWindow", held.dedupe, asked.dedupe)
+	case asked.retainFailed > 0 && held.retainFailed != asked.retainFailed:
+		return mismatch("RetainFailed", held.retainFailed, asked.retainFailed)
+	case asked.retainData != "" && held.retainData != asked.retainData:
+		return mismatch("RetainData", held.retainData, asked.retainData)
+	}
 	return nil
 }
 
@@ -519,11 +593,11 @@ func (s *Source) Enqueue(ctx context.Context, jobs []mailqueue.NewJob) ([]mailqu
 	chunkArgs := func(js []mailqueue.NewJob) []any {
 		a := s.args()
 		for _, j := range js {
-			max := j.MaxAttempts
-			if max <= 0 {
-				max = mailqueue.DefaultMaxAttempts
+			attempts := j.MaxAttempts
+			if attempts <= 0 {
+				attempts = mailqueue.DefaultMaxAttempts
 			}
-			a = append(a, j.ID, j.Hash, version(j.Data), j.Data, priorityNum(j.Priority), j.TenantID, max,
+			a = append(a, j.ID, j.Hash, version(j.Data), j.Data, priorityNum(j.Priority), j.TenantID, attempts,
 				j.RunAt.UnixMilli(), j.EnqueuedAt.UnixMilli())
 		}
 		return a
@@ -733,12 +807,12 @@ func (s *Source) Pause(ctx context.Context, p mailqueue.Pause) error {
 
 // Resume ends a pause of the queue (tenant false) or of a tenant before its
 // time, and wakes the idle workers. See mailqueue.Pauser.
-func (s *Source) Resume(ctx context.Context, tenant bool, tenantID string) error {
+func (s *Source) Resume(ctx context.Context, p mailqueue.ResumeParams) error {
 	t := "0"
-	if tenant {
+	if p.Tenant {
 		t = "1"
 	}
-	if err := scriptResume.Run(ctx, s.c, s.keys, s.args(t, tenantID)...).Err(); err != nil {
+	if err := scriptResume.Run(ctx, s.c, s.keys, s.args(t, p.TenantID)...).Err(); err != nil {
 		return fmt.Errorf("redis: resume: %w", err)
 	}
 	return nil
@@ -799,7 +873,9 @@ func (s *Source) Notify(wake chan<- struct{}) (stop func()) {
 func (n *notifier) listen(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	ps := n.src.c.SSubscribe(ctx, n.src.pfx+"wake")
-	defer ps.Close()
+	// A close that fails leaves nothing to do: the subscription's
+	// connection is gone either way.
+	defer func() { _ = ps.Close() }()
 	ch := ps.Channel()
 	for {
 		select {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/alexify/mailer/drivers/redis/internal/redistest"
@@ -41,9 +43,9 @@ func enqueue(t *testing.T, s *Source, jobs ...mailqueue.NewJob) []mailqueue.Enqu
 	return res
 }
 
-func reserve(t *testing.T, s *Source, limit int, lease time.Duration) []*mailqueue.Lease {
+func reserve(t *testing.T, s *Source, limit int) []*mailqueue.Lease {
 	t.Helper()
-	ls, err := s.Reserve(ctx, mailqueue.ReserveParams{Limit: limit, LeaseDuration: lease})
+	ls, err := s.Reserve(ctx, mailqueue.ReserveParams{Limit: limit, LeaseDuration: time.Minute})
 	if err != nil {
 		t.Fatalf("Reserve: %v", err)
 	}
@@ -51,7 +53,7 @@ func reserve(t *testing.T, s *Source, limit int, lease time.Duration) []*mailque
 }
 
 func leaseIDs(ls []*mailqueue.Lease) string {
-	var b []string
+	b := make([]string, 0, len(ls))
 	for _, l := range ls {
 		b = append(b, l.ID)
 	}
@@ -78,7 +80,7 @@ func testWake(t *testing.T, c goredis.UniversalClient) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close(ctx)
+	defer func() { _ = r.Close(ctx) }()
 	time.Sleep(100 * time.Millisecond) // the worker subscribes and goes idle
 
 	var worst time.Duration
@@ -116,6 +118,23 @@ func testWake(t *testing.T, c goredis.UniversalClient) {
 
 func TestOperations(t *testing.T) { testOperations(t, redistest.Standalone(t)) }
 
+// counts is what Stats counts, without the clock and the pauses.
+func counts(st mailqueue.Stats) mailqueue.Stats {
+	return mailqueue.Stats{Queued: st.Queued, Due: st.Due, Running: st.Running, Accepted: st.Accepted, Failed: st.Failed, DeliveryUnknown: st.DeliveryUnknown}
+}
+
+// wantCounts fails the test when the source's counts are not want.
+func wantCounts(t *testing.T, s *Source, what string, want mailqueue.Stats) {
+	t.Helper()
+	st, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatalf("Stats %s: %v", what, err)
+	}
+	if diff := cmp.Diff(want, counts(st)); diff != "" {
+		t.Errorf("Stats %s (-want +got):\n%s", what, diff)
+	}
+}
+
 // testOperations: jobs by state, counts, the failed jobs, a retry by hand
 // and a purge; RetainData drops the message and keeps v and hash.
 func testOperations(t *testing.T, c goredis.UniversalClient) {
@@ -123,11 +142,8 @@ func testOperations(t *testing.T, c goredis.UniversalClient) {
 	a, b, d, later := testJob("a"), testJob("b"), testJob("d"), testJob("later")
 	later.RunAt = time.Now().Add(time.Hour)
 	enqueue(t, s, a, b, d, later)
-	st, err := s.Stats(ctx)
-	if err != nil || st.Queued != 4 || st.Due != 3 {
-		t.Fatalf("Stats = %+v, %v; want 4 queued, 3 due", st, err)
-	}
-	ls := reserve(t, s, 3, time.Minute)
+	wantCounts(t, s, "after the enqueue", mailqueue.Stats{Queued: 4, Due: 3})
+	ls := reserve(t, s, 3)
 	if len(ls) != 3 {
 		t.Fatalf("leased %d", len(ls))
 	}
@@ -143,65 +159,76 @@ func testOperations(t *testing.T, c goredis.UniversalClient) {
 	}
 	mustOK(s.Ack(ctx, mailqueue.AckParams{ID: "a", Token: byID["a"].Token}))
 	mustOK(s.Fail(ctx, mailqueue.FailParams{ID: "b", Token: byID["b"].Token, State: codes.StateFailed, Code: codes.QueueThrown, Reason: "boom"}))
-	st, _ = s.Stats(ctx)
-	if st.Queued != 1 || st.Due != 0 || st.Running != 1 || st.Accepted != 1 || st.Failed != 1 {
-		t.Errorf("Stats = %+v; want 1 queued, 1 running, 1 accepted, 1 failed", st)
-	}
+	wantCounts(t, s, "after ack and fail", mailqueue.Stats{Queued: 1, Running: 1, Accepted: 1, Failed: 1})
 	mustOK(s.Fail(ctx, mailqueue.FailParams{ID: "d", Token: byID["d"].Token, State: codes.StateDeliveryUnknown, Code: codes.DeliveryUnknown}))
+	checkFinishedRows(t, c, s, a, b)
+	checkRetryAndPurge(t, c, s, b)
+}
 
-	// RetainData "failed": the accepted job dropped its message, kept v and hash.
-	ja, ok, err := s.Get(ctx, "a")
-	if err != nil || !ok || ja.State != mailqueue.JobAccepted || ja.Data != nil || ja.V != "1" || ja.Hash != "h-a" || ja.Attempts != 1 {
-		t.Errorf("Get(a) = %+v, %t, %v; want accepted, no data, v 1, its hash", ja, ok, err)
+// checkFinishedRows: under RetainData "failed", the accepted job dropped
+// its message and kept v and hash; the failed one kept its message, code
+// and reason; Failed lists b then d, Jobs(queued) the job scheduled later.
+func checkFinishedRows(t *testing.T, c goredis.UniversalClient, s *Source, a, b mailqueue.NewJob) {
+	t.Helper()
+	ignoreTimes := cmpopts.IgnoreFields(mailqueue.JobRow{}, "EnqueuedAt", "RunAt", "FinishedAt", "LeaseUntil")
+	ja, err := s.Get(ctx, "a")
+	want := mailqueue.JobRow{ID: "a", Hash: "h-a", Version: 1, State: mailqueue.JobAccepted, Priority: jobv1.PriorityNormal, Attempt: 1, MaxAttempts: 5}
+	if diff := cmp.Diff(want, ja, ignoreTimes); err != nil || diff != "" {
+		t.Errorf("Get(a): %v (-want +got):\n%s", err, diff)
 	}
 	if res := enqueue(t, s, a); !res[0].Duplicate {
 		t.Errorf("the accepted job enqueued again: %+v, want Duplicate", res[0])
 	}
-	jb, _, _ := s.Get(ctx, "b")
-	if jb.State != mailqueue.JobFailed || string(jb.Data) != string(b.Data) || jb.Code != codes.QueueThrown || jb.Reason != "boom" {
-		t.Errorf("Get(b) = %+v; want failed with its data, code and reason", jb)
+	jb, _ := s.Get(ctx, "b")
+	want = mailqueue.JobRow{ID: "b", Hash: "h-b", Version: 1, State: mailqueue.JobFailed, Priority: jobv1.PriorityNormal, Attempt: 1, MaxAttempts: 5,
+		Code: codes.QueueThrown, Reason: "boom", DataKept: true}
+	if diff := cmp.Diff(want, jb, ignoreTimes); diff != "" || string(dataOf(t, s, "b")) != string(b.Data) {
+		t.Errorf("Get(b) (-want +got):\n%s\ndata %s", diff, dataOf(t, s, "b"))
 	}
-	if ttl := c.PTTL(ctx, s.pfx+"job:a").Val(); ttl <= 0 || ttl > DefaultDedupeWindow {
+	if ttl := c.PTTL(ctx, s.pfx+"job:a").Val(); ttl <= 0 || ttl > mailqueue.DefaultDedupeWindow {
 		t.Errorf("the accepted job's key expires in %v, want within the dedupe window", ttl)
 	}
-
 	failed, err := s.Failed(ctx, 10)
 	if err != nil || len(failed) != 2 || failed[0].ID != "b" || failed[1].ID != "d" {
 		t.Fatalf("Failed = %+v, %v; want b then d", failed, err)
 	}
-	queued, _ := s.Jobs(ctx, mailqueue.JobQueued, 0, 10)
+	queued, _ := jobsAt(s, mailqueue.JobQueued, 0, 10)
 	if len(queued) != 1 || queued[0].ID != "later" {
 		t.Errorf("Jobs(queued) = %+v", queued)
 	}
+}
 
-	if err := s.RetryFailed(ctx, "a"); !errors.Is(err, ErrNotFailed) {
+// checkRetryAndPurge: RetryFailed refuses an accepted job and no job,
+// queues b again with its data and no expiry; Purge forgets d alone.
+func checkRetryAndPurge(t *testing.T, c goredis.UniversalClient, s *Source, b mailqueue.NewJob) {
+	t.Helper()
+	if err := s.RetryFailed(ctx, "a"); !errors.Is(err, mailqueue.ErrNotFailed) {
 		t.Errorf("RetryFailed of an accepted job: %v, want ErrNotFailed", err)
 	}
-	if err := s.RetryFailed(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+	if err := s.RetryFailed(ctx, "nope"); !errors.Is(err, mailqueue.ErrNotFound) {
 		t.Errorf("RetryFailed of no job: %v, want ErrNotFound", err)
 	}
 	if err := s.RetryFailed(ctx, "b"); err != nil {
 		t.Fatalf("RetryFailed(b): %v", err)
 	}
-	l := reserve(t, s, 10, time.Minute)
+	l := reserve(t, s, 10)
 	if len(l) != 1 || l[0].ID != "b" || l[0].Attempt != 1 || string(l[0].Data) != string(b.Data) {
 		t.Fatalf("after RetryFailed: leased %+v; want b, attempt 1, its data", l)
 	}
 	if ttl := c.PTTL(ctx, s.pfx+"job:b").Val(); ttl != -1*time.Nanosecond && ttl >= 0 {
 		t.Errorf("a retried job still expires (%v)", ttl)
 	}
-
-	n, err := s.Purge(ctx, PurgeParams{State: mailqueue.JobDeliveryUnknown})
+	n, err := s.Purge(ctx, mailqueue.PurgeParams{State: mailqueue.JobDeliveryUnknown})
 	if err != nil || n != 1 {
 		t.Errorf("Purge(delivery_unknown) = %d, %v; want 1", n, err)
 	}
-	if _, ok, _ := s.Get(ctx, "d"); ok {
+	if _, err := s.Get(ctx, "d"); !errors.Is(err, mailqueue.ErrNotFound) {
 		t.Error("the purged job is still there")
 	}
-	if n, _ := s.Purge(ctx, PurgeParams{State: mailqueue.JobAccepted, OlderThan: time.Hour}); n != 0 {
+	if n, _ := s.Purge(ctx, mailqueue.PurgeParams{State: mailqueue.JobAccepted, OlderThan: time.Hour}); n != 0 {
 		t.Errorf("Purge(accepted older than an hour) forgot %d", n)
 	}
-	if _, err := s.Purge(ctx, PurgeParams{State: mailqueue.JobQueued}); err == nil {
+	if _, err := s.Purge(ctx, mailqueue.PurgeParams{State: mailqueue.JobQueued}); err == nil {
 		t.Error("Purge of queued jobs: no error")
 	}
 }
@@ -213,7 +240,7 @@ func TestRetainData(t *testing.T) {
 	for _, rd := range []mailqueue.RetainData{mailqueue.RetainAllData, mailqueue.RetainNoData} {
 		s := newSource(t, c, Options{RetainData: rd})
 		enqueue(t, s, testJob("ok"), testJob("ko"))
-		for _, l := range reserve(t, s, 2, time.Minute) {
+		for _, l := range reserve(t, s, 2) {
 			if l.ID == "ok" {
 				_, _ = s.Ack(ctx, mailqueue.AckParams{ID: l.ID, Token: l.Token})
 			} else {
@@ -221,15 +248,15 @@ func TestRetainData(t *testing.T) {
 			}
 		}
 		for _, id := range []string{"ok", "ko"} {
-			j, _, _ := s.Get(ctx, id)
-			if kept := j.Data != nil; kept != (rd == mailqueue.RetainAllData) {
+			j, _ := s.Get(ctx, id)
+			if kept := j.DataKept; kept != (rd == mailqueue.RetainAllData) {
 				t.Errorf("RetainData %s: job %s kept its data: %t", rd, id, kept)
 			}
-			if j.V != "1" || j.Hash != "h-"+id {
-				t.Errorf("RetainData %s: job %s kept v %q and hash %q", rd, id, j.V, j.Hash)
+			if j.Version != 1 || j.Hash != "h-"+id {
+				t.Errorf("RetainData %s: job %s kept v %d and hash %q", rd, id, j.Version, j.Hash)
 			}
 		}
-		if err := s.RetryFailed(ctx, "ko"); rd == mailqueue.RetainNoData && !errors.Is(err, ErrNoData) {
+		if err := s.RetryFailed(ctx, "ko"); rd == mailqueue.RetainNoData && !errors.Is(err, mailqueue.ErrNoData) {
 			t.Errorf("RetryFailed of a job without data: %v, want ErrNoData", err)
 		}
 		if res := enqueue(t, s, testJob("ok"), testJob("ko")); !res[0].Duplicate || rd == mailqueue.RetainNoData && !res[1].Duplicate {
@@ -244,7 +271,7 @@ func TestRetentionOnServerClock(t *testing.T) {
 	c := redistest.Standalone(t)
 	s := newSource(t, c, Options{DedupeWindow: 300 * time.Millisecond, RetainFailed: 600 * time.Millisecond})
 	enqueue(t, s, testJob("done"), testJob("failed"))
-	for _, l := range reserve(t, s, 2, time.Minute) {
+	for _, l := range reserve(t, s, 2) {
 		if l.ID == "done" {
 			_, _ = s.Ack(ctx, mailqueue.AckParams{ID: l.ID, Token: l.Token})
 		} else {
@@ -274,7 +301,7 @@ func TestLostLease(t *testing.T) {
 	c := redistest.Standalone(t)
 	s := newSource(t, c, Options{})
 	enqueue(t, s, testJob("gone-lease"), testJob("gone-job"))
-	ls := reserve(t, s, 2, time.Minute)
+	ls := reserve(t, s, 2)
 	if len(ls) != 2 {
 		t.Fatalf("leased %d", len(ls))
 	}
@@ -307,7 +334,7 @@ func TestLostLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close(ctx)
+	defer func() { _ = r.Close(ctx) }()
 	if _, err := q.Enqueue(ctx, []mailqueue.NewJob{testJob("run")}); err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +370,7 @@ func TestFairness(t *testing.T) {
 	add("a-low", "a", jobv1.PriorityLow)
 	enqueue(t, s, jobs...)
 	time.Sleep(15 * time.Millisecond)
-	got := leaseIDs(reserve(t, s, 3, time.Minute)) + "," + leaseIDs(reserve(t, s, 20, time.Minute))
+	got := leaseIDs(reserve(t, s, 3)) + "," + leaseIDs(reserve(t, s, 20))
 	if want := "c-high,a1,b1,n1,a2,b2,a3,a4,a-low"; got != want {
 		t.Errorf("leased %s, want %s", got, want)
 	}
@@ -418,7 +445,7 @@ func TestServerChecks(t *testing.T) {
 		t.Fatalf("the pipelined enqueue after SCRIPT FLUSH: %+v", res[:1])
 	}
 	hidden.ScriptFlush(ctx)
-	if ls := reserve(t, s, 100, time.Minute); len(ls) != 100 {
+	if ls := reserve(t, s, 100); len(ls) != 100 {
 		t.Errorf("Reserve after SCRIPT FLUSH leased %d", len(ls))
 	}
 }
@@ -457,7 +484,7 @@ func TestPauseThroughTheDriver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close(ctx)
+	defer func() { _ = r.Close(ctx) }()
 	if _, err := q.Enqueue(ctx, []mailqueue.NewJob{testJob("p")}); err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +496,7 @@ func TestPauseThroughTheDriver(t *testing.T) {
 	if st, _ := q.Stats(ctx); !st.Paused {
 		t.Errorf("Stats.Paused = false while paused")
 	}
-	if err := q.Resume(ctx, false, ""); err != nil {
+	if err := q.Resume(ctx, mailqueue.ResumeParams{}); err != nil {
 		t.Fatal(err)
 	}
 	select {

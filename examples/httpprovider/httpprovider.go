@@ -161,7 +161,7 @@ func (t *Transport) Send(ctx context.Context, msg *mail.Message) (mail.Receipt, 
 		}
 		return fail(mail.Receipt{Category: mail.DeliveryUnknown, Reason: "no reply from the provider: the message may have been taken"}, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read to its end below: nothing is lost
 	reply, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	r := mail.Receipt{Code: resp.StatusCode, Reason: mail.Redact(reasonOf(resp, reply))}
 	switch s := resp.StatusCode; {

@@ -96,7 +96,11 @@ func TestRateLimitThroughTheQueue(t *testing.T) {
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close(ctx)
+	defer func() {
+		if err := w.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
 
 	res, err := q.Enqueue(ctx, &jobv1.Job{
 		Kind: jobv1.KindContent, Subject: "Your invoice", Content: &jobv1.Content{Text: "Hello"},
@@ -106,9 +110,9 @@ func TestRateLimitThroughTheQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	drain(t, mq)
-	job, _ := mq.Get(res.ID)
-	if job.State != mailqueue.JobQueued || job.Code != codes.QueueRateLimited || job.Attempts != 1 {
-		t.Fatalf("after the 429: state %s, code %s, attempts %d; want queued, queue.rate_limited, 1", job.State, job.Code, job.Attempts)
+	job, _ := mq.Get(context.Background(), res.ID)
+	if job.State != mailqueue.JobQueued || job.Code != codes.QueueRateLimited || job.Attempt != 1 {
+		t.Fatalf("after the 429: state %s, code %s, attempts %d; want queued, queue.rate_limited, 1", job.State, job.Code, job.Attempt)
 	}
 	if wait := job.RunAt.Sub(fc.Now()); wait < 120*time.Second {
 		t.Fatalf("the next run in %v, sooner than the Retry-After of 120s", wait)
@@ -124,9 +128,9 @@ func TestRateLimitThroughTheQueue(t *testing.T) {
 	fc.Set(job.RunAt)
 	mq.Wake()
 	drain(t, mq)
-	job, _ = mq.Get(res.ID)
-	if job.State != mailqueue.JobAccepted || job.Attempts != 2 {
-		t.Fatalf("after the retry: state %s, attempts %d", job.State, job.Attempts)
+	job, _ = mq.Get(context.Background(), res.ID)
+	if job.State != mailqueue.JobAccepted || job.Attempt != 2 {
+		t.Fatalf("after the retry: state %s, attempts %d", job.State, job.Attempt)
 	}
 	keys := p.requests()
 	if len(keys) != 2 || keys[0] != res.ID || keys[1] != res.ID {

@@ -8,8 +8,10 @@
 -- ARGV[8] -> for "list": how many jobs to skip, the first due first
 -- ARGV[9] -> for "list": the most jobs to list (at least 1)
 --
--- Returns: for "count", an array: the queued jobs, and those of them due
--- now by the server's clock (paused or not); for "list", the ids of the
+-- Returns: for "count", an array: the queued jobs, those of them due now
+-- by the server's clock (paused or not), the time the longest-waiting due
+-- job became due (ms; -1 when none is due), and the server's clock (ms);
+-- for "list", the ids of the
 -- queued jobs from the offset, by the time they are due, then by the order
 -- they were queued.
 
@@ -36,10 +38,17 @@ end
 
 if ARGV[7] == 'count' then
   local due = 0
-  for _, lk in ipairs(lanes) do due = due + redis.call('ZCARD', lk) end
+  local oldest = nil
+  for _, lk in ipairs(lanes) do
+    due = due + redis.call('ZCARD', lk)
+    local f = redis.call('ZRANGE', lk, 0, 0, 'WITHSCORES')
+    if f[2] then oldest = min(oldest, tonumber(f[2])) end
+  end
   local sched = redis.call('ZCARD', K_SCHED)
   local sdue = redis.call('ZCOUNT', K_SCHED, '-inf', now)
-  return { due + sched, due + sdue }
+  local f = redis.call('ZRANGE', K_SCHED, 0, 0, 'WITHSCORES')
+  if f[2] and tonumber(f[2]) <= now then oldest = min(oldest, tonumber(f[2])) end
+  return { due + sched, due + sdue, oldest or -1, now }
 end
 
 local offset = tonumber(ARGV[8])

@@ -167,7 +167,7 @@ func startCluster(t testing.TB) ([]string, error) {
 			}
 			if time.Now().After(deadline) {
 				_ = c.Close()
-				return nil, fmt.Errorf("the cluster at %s is not ok: %v %s", a, err, info)
+				return nil, fmt.Errorf("the cluster at %s is not ok (%s): %w", a, info, err)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -178,7 +178,7 @@ func startCluster(t testing.TB) ([]string, error) {
 
 func waitPing(addr string, d time.Duration) error {
 	c := goredis.NewClient(&goredis.Options{Addr: addr})
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	deadline := time.Now().Add(d)
 	for {
 		err := c.Ping(context.Background()).Err()

@@ -1,0 +1,188 @@
+package mailqueue
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/alexify/mailer/gen/codes"
+	"github.com/alexify/mailer/gen/jobv1"
+)
+
+// The operations of an operator: the shapes every store answers in, so that
+// a tool (mailq, a dashboard) works on any of them through one interface.
+// Each driver wraps the errors below with %w and the job's id; test them
+// with errors.Is.
+
+// ErrNotFound is returned for a job the store does not hold: never stored,
+// or forgotten once its retention ended.
+var ErrNotFound = errors.New("mailqueue: no such job")
+
+// ErrNotFailed is returned by RetryFailed for a job that is not failed for
+// good (failed or delivery_unknown).
+var ErrNotFailed = errors.New("mailqueue: the job is not failed")
+
+// ErrNoData is returned by RetryFailed for a failed job whose message the
+// store dropped (RetainData "none", or a memory queue past RetainFinished):
+// there is nothing left to run again.
+var ErrNoData = errors.New("mailqueue: the job kept no message to run again")
+
+// JobRow is a stored job as an operator sees it. It never holds the job's
+// addresses nor its stored bytes: a tool that lists jobs cannot leak a
+// message. Times are on the store's clock (a server's, for Redis).
+type JobRow struct {
+	// ID is the job's id.
+	ID string
+	// Hash is the job's hash: the SHA-256 of the canonical JSON of its
+	// message, without its envelope and delivery parameters (wire format:
+	// "The hash"). It is kept after the message is dropped, so that an
+	// enqueue again is still told a duplicate.
+	Hash string
+	// Version is the version of the job's format (its "v"), kept after its
+	// message is dropped; 0 when the stored JSON gives no whole number.
+	Version int
+	// State is where the job is now.
+	State JobState
+	// Priority and TenantID are those it was enqueued with ("" is no
+	// tenant).
+	Priority jobv1.Priority
+	TenantID string
+	// Attempt is the attempts spent so far; MaxAttempts the attempts in
+	// all. A release and a lease that ran out spend none.
+	Attempt, MaxAttempts int
+	// Redeliveries counts the runs that ended unsettled (a lease that ran
+	// out).
+	Redeliveries int
+	// EnqueuedAt is when the job was enqueued; RunAt when a queued job is
+	// (or became) due; FinishedAt when a finished job finished (zero
+	// otherwise); LeaseUntil when a running job's lease ends (zero
+	// otherwise).
+	EnqueuedAt, RunAt, FinishedAt, LeaseUntil time.Time
+	// Code and Reason tell why the last retry, release or failure happened
+	// (empty when there was none). Reason holds no address.
+	Code   codes.Code
+	Reason string
+	// DataKept is true while the store holds the job's message; a finished
+	// job may drop it (RetainData), and then RetryFailed cannot run it
+	// again.
+	DataKept bool
+}
+
+// TenantPause is the pause of one tenant's jobs.
+type TenantPause struct {
+	// TenantID is the tenant ("" is the jobs of no tenant).
+	TenantID string
+	// Until is when the pause ends, on the store's clock.
+	Until time.Time
+}
+
+// Stats counts a store's jobs by state, and tells its pauses. A store
+// counts its states one by one, so a job that moves meanwhile may be
+// counted twice or not at all; the counts of finished jobs leave out those
+// whose retention ended.
+type Stats struct {
+	// Queued counts the jobs waiting, due or not; Due is those of them due
+	// now, paused or not (a part of Queued).
+	Queued, Due int64
+	// Running counts the jobs leased by a run, whether or not the lease has
+	// run out yet (a job whose lease ran out is queued again at the next
+	// reserve).
+	Running int64
+	// Accepted, Failed and DeliveryUnknown count the finished jobs still
+	// kept (DedupeWindow for the accepted ones, RetainFailed for the
+	// others).
+	Accepted, Failed, DeliveryUnknown int64
+	// Paused is true while the whole queue is paused; PausedUntil is when
+	// that pause ends (zero when none).
+	Paused      bool
+	PausedUntil time.Time
+	// PausedTenants are the tenants paused now, sorted by TenantID.
+	PausedTenants []TenantPause
+	// OldestQueuedAge is how long the longest-waiting due job has waited
+	// since it became due, on the store's clock: the lag of the workers.
+	// A job scheduled later does not count until it is due; zero when no
+	// queued job is due.
+	OldestQueuedAge time.Duration
+	// Now is the store's clock when it counted.
+	Now time.Time
+}
+
+// JobsParams say which jobs Inspector.Jobs lists.
+type JobsParams struct {
+	// State is the state of the jobs to list. Required.
+	State JobState
+	// Cursor is where to go on from: "" from the start, else the Next of
+	// the page before. It is opaque: a store's own format, valid only for
+	// the same State on the same store.
+	Cursor string
+	// Limit is the most jobs of the page; 100 when zero or less.
+	Limit int
+}
+
+// DefaultJobsLimit is the size of a page of Inspector.Jobs when
+// JobsParams.Limit is not set.
+const DefaultJobsLimit = 100
+
+// JobPage is a page of Inspector.Jobs.
+type JobPage struct {
+	// Rows are the jobs of the page, in the order of their state: queued
+	// jobs by the time they are due, running ones by the end of their
+	// lease, finished ones by the time they finished, the oldest first;
+	// ties by the order they were queued (queued) or by id.
+	Rows []JobRow
+	// Next is the cursor of the page after; "" when there is none.
+	Next string
+}
+
+// PurgeParams say which finished jobs Operator.Purge forgets.
+type PurgeParams struct {
+	// State is JobAccepted, JobFailed or JobDeliveryUnknown; any other
+	// state is refused.
+	State JobState
+	// OlderThan is how long ago a job must have finished; 0 forgets every
+	// finished job of the state. A negative value is refused.
+	OlderThan time.Duration
+}
+
+// ResumeParams say which pause Pauser.Resume ends.
+type ResumeParams struct {
+	// Tenant is true to end the pause of the jobs of TenantID alone ("" is
+	// the jobs of no tenant); false to end the pause of the whole queue.
+	Tenant   bool
+	TenantID string
+}
+
+// Inspector reads what a store holds, for an operator's tool. Its methods
+// change nothing a worker would see, and are safe for concurrent use.
+type Inspector interface {
+	// Stats counts the jobs by state and tells the pauses in place.
+	Stats(ctx context.Context) (Stats, error)
+	// Jobs lists a page of the jobs of p.State, in the order JobPage
+	// tells. A job that moves between the pages may be left out or listed
+	// twice. It returns an error for an unknown state or a cursor it did
+	// not make.
+	Jobs(ctx context.Context, p JobsParams) (JobPage, error)
+	// Get returns the job of the id, or an error wrapping ErrNotFound.
+	Get(ctx context.Context, id string) (JobRow, error)
+	// Failed returns up to limit jobs failed for good: the failed ones,
+	// then those of unknown delivery, each the oldest first.
+	Failed(ctx context.Context, limit int) ([]JobRow, error)
+}
+
+// Operator is an Inspector that can also repair a store: run a failed job
+// again, forget finished jobs, and pause or resume the queue or a tenant.
+// The memory queue and the Redis driver are both Operators, as their
+// Sources are.
+type Operator interface {
+	Inspector
+	Pauser
+	// RetryFailed queues a failed job (failed or delivery_unknown) again,
+	// due now, its attempts and redeliveries reset. It returns an error
+	// wrapping ErrNotFound, ErrNotFailed or ErrNoData when it cannot.
+	RetryFailed(ctx context.Context, id string) error
+	// Purge forgets the finished jobs of p.State that finished at least
+	// p.OlderThan ago, and returns how many. Queued and running jobs are
+	// never purged. An enqueue under the key of a purged job stores it
+	// again: purging accepted jobs ends their dedupe window early.
+	Purge(ctx context.Context, p PurgeParams) (int, error)
+}
