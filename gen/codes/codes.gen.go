@@ -383,30 +383,6 @@ const (
 	// noeviction.
 	QueueStoreUnsafe Code = "queue.store_unsafe"
 
-	// MailerAuditFailed is "MAILER_AUDIT_FAILED": the audit sink failed.
-	//
-	// Where: warning. Level: warn. Spec: queue.md, The audit and the log.
-	MailerAuditFailed Code = "MAILER_AUDIT_FAILED"
-
-	// MailerQueueHandlerThrew is "MAILER_QUEUE_HANDLER_THREW": the handler of a
-	// driver panicked.
-	//
-	// Where: warning. Level: warn. Spec: queue.md, Codes.
-	MailerQueueHandlerThrew Code = "MAILER_QUEUE_HANDLER_THREW"
-
-	// MailerQueueWorkerThrew is "MAILER_QUEUE_WORKER_THREW": an error escaped the
-	// steps of the worker.
-	//
-	// Where: warning. Level: warn. Spec: queue.md, Codes.
-	MailerQueueWorkerThrew Code = "MAILER_QUEUE_WORKER_THREW"
-
-	// MailerQueueRetainFailed is "MAILER_QUEUE_RETAIN_FAILED": the store refused
-	// to drop the data of a finished job. (A code of BullMQ; no driver of this
-	// repository gives it yet.)
-	//
-	// Where: warning. Level: warn. Spec: queue.md, Codes.
-	MailerQueueRetainFailed Code = "MAILER_QUEUE_RETAIN_FAILED"
-
 	// QueueTransportUnavailable is "queue.transport_unavailable": the transport
 	// could not be reached and nothing was sent (mail.ErrUnavailable), or the
 	// worker's circuit breaker is open; the job is given back, its attempt not
@@ -445,6 +421,30 @@ const (
 	//
 	// Where: thrown. Level: error. Spec: mailer; queue.md, Codes.
 	QueueStoreFailed Code = "queue.store_failed"
+
+	// MailerAuditFailed is "MAILER_AUDIT_FAILED": the audit sink failed.
+	//
+	// Where: warning. Level: warn. Spec: queue.md, The audit and the log.
+	MailerAuditFailed Code = "MAILER_AUDIT_FAILED"
+
+	// MailerQueueHandlerThrew is "MAILER_QUEUE_HANDLER_THREW": the handler of a
+	// driver panicked.
+	//
+	// Where: warning. Level: warn. Spec: queue.md, Codes.
+	MailerQueueHandlerThrew Code = "MAILER_QUEUE_HANDLER_THREW"
+
+	// MailerQueueWorkerThrew is "MAILER_QUEUE_WORKER_THREW": an error escaped the
+	// steps of the worker.
+	//
+	// Where: warning. Level: warn. Spec: queue.md, Codes.
+	MailerQueueWorkerThrew Code = "MAILER_QUEUE_WORKER_THREW"
+
+	// MailerQueueRetainFailed is "MAILER_QUEUE_RETAIN_FAILED": the store refused
+	// to drop the data of a finished job. (A code of BullMQ; no driver of this
+	// repository gives it yet.)
+	//
+	// Where: warning. Level: warn. Spec: queue.md, Codes.
+	MailerQueueRetainFailed Code = "MAILER_QUEUE_RETAIN_FAILED"
 )
 
 // Where says where a code appears.
@@ -924,34 +924,6 @@ var infos = []Info{
 		Where: WhereLog,
 	},
 	{
-		Code:  MailerAuditFailed,
-		Level: slog.LevelWarn,
-		Spec:  "queue.md, The audit and the log",
-		What:  "The audit sink failed.",
-		Where: WhereWarning,
-	},
-	{
-		Code:  MailerQueueHandlerThrew,
-		Level: slog.LevelWarn,
-		Spec:  "queue.md, Codes",
-		What:  "The handler of a driver panicked.",
-		Where: WhereWarning,
-	},
-	{
-		Code:  MailerQueueWorkerThrew,
-		Level: slog.LevelWarn,
-		Spec:  "queue.md, Codes",
-		What:  "An error escaped the steps of the worker.",
-		Where: WhereWarning,
-	},
-	{
-		Code:  MailerQueueRetainFailed,
-		Level: slog.LevelWarn,
-		Spec:  "queue.md, Codes",
-		What:  "The store refused to drop the data of a finished job. (A code of BullMQ; no driver of this repository gives it yet.)",
-		Where: WhereWarning,
-	},
-	{
 		Code:  QueueTransportUnavailable,
 		Level: slog.LevelWarn,
 		Spec:  "mailer; an outage of the transport spends no attempt, like a failure of the operator (queue.md, What the queue does with an attempt)",
@@ -986,6 +958,34 @@ var infos = []Info{
 		Spec:  "mailer; queue.md, Codes",
 		What:  "The store failed an enqueue; the driver's error is wrapped, and the jobs of the call may or may not be stored (enqueue them again, under the same keys).",
 		Where: WhereThrown,
+	},
+	{
+		Code:  MailerAuditFailed,
+		Level: slog.LevelWarn,
+		Spec:  "queue.md, The audit and the log",
+		What:  "The audit sink failed.",
+		Where: WhereWarning,
+	},
+	{
+		Code:  MailerQueueHandlerThrew,
+		Level: slog.LevelWarn,
+		Spec:  "queue.md, Codes",
+		What:  "The handler of a driver panicked.",
+		Where: WhereWarning,
+	},
+	{
+		Code:  MailerQueueWorkerThrew,
+		Level: slog.LevelWarn,
+		Spec:  "queue.md, Codes",
+		What:  "An error escaped the steps of the worker.",
+		Where: WhereWarning,
+	},
+	{
+		Code:  MailerQueueRetainFailed,
+		Level: slog.LevelWarn,
+		Spec:  "queue.md, Codes",
+		What:  "The store refused to drop the data of a finished job. (A code of BullMQ; no driver of this repository gives it yet.)",
+		Where: WhereWarning,
 	},
 }
 
