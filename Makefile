@@ -33,9 +33,11 @@ gen-check:
 		git --no-pager diff -- gen docs/codes.md | head -100; \
 		git status --porcelain -- gen docs/codes.md; exit 1; fi
 
-## test: every test, with the race detector
+## test: every test, with the race detector, through internal/tools/testsummary:
+## a line per package with its counts, a SKIP line for each skipped test with
+## its reason, the output of a failed test.
 test:
-	$(GO) test -race -count=1 $(PKGS)
+	$(GO) run ./internal/tools/testsummary -race -count=1 $(PKGS)
 
 test-short:
 	$(GO) test -short $(PKGS)
