@@ -13,6 +13,7 @@ import (
 
 	"github.com/alexify/mailer/audit"
 	"github.com/alexify/mailer/gen/codes"
+	"github.com/alexify/mailer/internal/codetest"
 	"github.com/alexify/mailer/mailqueue"
 )
 
@@ -48,7 +49,7 @@ func TestMemory(t *testing.T) {
 
 func TestSlog(t *testing.T) {
 	var b bytes.Buffer
-	s := audit.NewSlog(slog.New(slog.NewTextHandler(&b, nil)))
+	s := audit.NewSlog(slog.New(codetest.Wrap(slog.NewTextHandler(&b, nil))))
 	err := s.Record(context.Background(), mailqueue.AuditEvent{
 		JobID: "j1", State: mailqueue.AuditFailed, At: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), Attempt: 2,
 		Code: codes.QueueMessageRefused, Reason: "rejected 550", TenantID: "acme", CorrelationID: "c-1",

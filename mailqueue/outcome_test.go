@@ -19,6 +19,7 @@ import (
 	"github.com/alexify/mailer/drivers/memory"
 	"github.com/alexify/mailer/gen/codes"
 	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/internal/codetest"
 	"github.com/alexify/mailer/mail"
 	mtransport "github.com/alexify/mailer/mail/memory"
 	"github.com/alexify/mailer/mailqueue"
@@ -41,6 +42,7 @@ func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
 func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return l }
 func (l *logRecorder) WithGroup(string) slog.Handler            { return l }
 func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	codetest.Observe(r)
 	rec := loggedRecord{Level: r.Level, Msg: r.Message, Attrs: map[string]string{}}
 	r.Attrs(func(a slog.Attr) bool {
 		rec.Attrs[a.Key] = a.Value.String()
@@ -118,7 +120,7 @@ func newHarness(t *testing.T, wcfg mailqueue.WorkerConfig, opts memory.Options) 
 		opts.RetainData = mailqueue.RetainAllData
 	}
 	h.mq = mustMemory(t, opts)
-	q, err := mailqueue.New(mailqueue.Config{Driver: h.mq, Clock: h.fc, Logger: logger, Audit: h.sink})
+	q, err := mailqueue.New(mailqueue.Config{Driver: h.mq, Clock: h.fc, Logger: logger, Audit: codetest.Sink(h.sink)})
 	if err != nil {
 		t.Fatal(err)
 	}

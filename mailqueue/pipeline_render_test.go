@@ -17,6 +17,7 @@ import (
 	"github.com/alexify/mailer/drivers/memory"
 	"github.com/alexify/mailer/gen/codes"
 	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/internal/codetest"
 	mmemory "github.com/alexify/mailer/mail/memory"
 	"github.com/alexify/mailer/mailqueue"
 	"github.com/alexify/mailer/render"
@@ -30,6 +31,7 @@ type plRecords struct {
 
 func (h *plRecords) Enabled(context.Context, slog.Level) bool { return true }
 func (h *plRecords) Handle(_ context.Context, r slog.Record) error {
+	codetest.Observe(r)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.records = append(h.records, r.Clone())

@@ -12,6 +12,7 @@ import (
 	"github.com/alexify/mailer/drivers/memory"
 	"github.com/alexify/mailer/gen/codes"
 	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/internal/codetest"
 	mmemory "github.com/alexify/mailer/mail/memory"
 	"github.com/alexify/mailer/mailqueue"
 )
@@ -80,6 +81,7 @@ type wireLogs struct {
 
 func (l *wireLogs) Enabled(context.Context, slog.Level) bool { return true }
 func (l *wireLogs) Handle(_ context.Context, r slog.Record) error {
+	codetest.Observe(r)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.records = append(l.records, r.Clone())
