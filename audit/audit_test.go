@@ -18,6 +18,7 @@ import (
 )
 
 func TestMemory(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	m := audit.NewMemory()
 	for _, e := range []mailqueue.AuditEvent{
@@ -48,6 +49,7 @@ func TestMemory(t *testing.T) {
 }
 
 func TestSlog(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	s := audit.NewSlog(slog.New(codetest.Wrap(slog.NewTextHandler(&b, nil))))
 	err := s.Record(context.Background(), mailqueue.AuditEvent{

@@ -39,6 +39,7 @@ func fullMessage() *mail.Message {
 }
 
 func TestBytesDeterministic(t *testing.T) {
+	// Not parallel: it changes time.Local, a global of the process.
 	for name, msg := range map[string]*mail.Message{
 		"nested":      fullMessage(),
 		"text only":   {MessageID: "<a@b>", Date: time.Unix(1_700_000_000, 0), From: "a@example.com", To: []string{"b@example.com"}, Text: "hi"},
@@ -90,6 +91,7 @@ func TestBytesDeterministic(t *testing.T) {
 }
 
 func TestBoundariesDeriveFromMessageID(t *testing.T) {
+	t.Parallel()
 	a := fullMessage()
 	b := fullMessage()
 	b.MessageID = "<other@mailer.example.com>"
@@ -149,6 +151,7 @@ func boundaries(t *testing.T, raw []byte) []string {
 }
 
 func TestBytesHeaders(t *testing.T) {
+	t.Parallel()
 	raw, err := fullMessage().Bytes()
 	if err != nil {
 		t.Fatal(err)
@@ -212,6 +215,7 @@ func TestBytesHeaders(t *testing.T) {
 }
 
 func TestBuildInvalid(t *testing.T) {
+	t.Parallel()
 	for name, edit := range map[string]func(m *mail.Message){
 		"no message id":          func(m *mail.Message) { m.MessageID = "" },
 		"message id no brackets": func(m *mail.Message) { m.MessageID = "abc@example.com" },
@@ -257,6 +261,7 @@ func TestBuildInvalid(t *testing.T) {
 }
 
 func TestEnvelope(t *testing.T) {
+	t.Parallel()
 	m := fullMessage()
 	m.To = append(m.To, "ADA@example.com", "Bob <bob@example.com>")
 	m.Bcc = append(m.Bcc, "bob@example.com")
@@ -278,6 +283,7 @@ func TestEnvelope(t *testing.T) {
 }
 
 func TestClone(t *testing.T) {
+	t.Parallel()
 	m := fullMessage()
 	c := m.Clone()
 	if diff := cmp.Diff(m, c); diff != "" {
@@ -292,6 +298,7 @@ func TestClone(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"5.1.1 <ada@example.com>: Recipient address rejected": "5.1.1 <address>: Recipient address rejected",
 		"5.1.1 ada@example.com... User unknown":               "5.1.1 <address>... User unknown",

@@ -117,6 +117,7 @@ func (s *plRenderSetup) run(t *testing.T, job *jobv1.Job) memory.Job {
 // the place; the template's text and the context's values go to the log at
 // debug only.
 func TestPipelineRenderFailures(t *testing.T) {
+	t.Parallel()
 	s := plRender(t)
 	renderer, err := render.New(plTemplates(), render.Options{Funcs: map[string]any{
 		"check": func(v string) (string, error) { return "", fmt.Errorf("the value %q is not allowed", v) },
@@ -169,6 +170,7 @@ func TestPipelineRenderFailures(t *testing.T) {
 }
 
 func TestPipelineNoRendererNoSubject(t *testing.T) {
+	t.Parallel()
 	s := plRender(t)
 	renderer, err := render.New(plTemplates(), render.Options{})
 	if err != nil {
@@ -215,6 +217,7 @@ func (f *plFlakyFS) Open(name string) (fs.File, error) {
 // (render.LoadError) and a render over its timeout are retried after the
 // backoff, and the job goes once they pass.
 func TestPipelineRenderOutageAndTimeoutRetry(t *testing.T) {
+	t.Parallel()
 	t.Run("loader outage", func(t *testing.T) {
 		logs := &plRecords{}
 		q, mq, fc := newQueueWith(t, mailqueue.Config{Logger: slog.New(logs)}, memory.Options{Logger: slog.New(logs)})
@@ -287,6 +290,7 @@ func TestPipelineRenderOutageAndTimeoutRetry(t *testing.T) {
 var plWhere = regexp.MustCompile(`[\w-]+/[\w-]+/body\.(html|txt):\d+`)
 
 func TestPipelineRenderReasonHasPlace(t *testing.T) {
+	t.Parallel()
 	s := plRender(t)
 	renderer, _ := render.New(plTemplates(), render.Options{Funcs: map[string]any{
 		"check": func(string) (string, error) { return "", errors.New("no") },

@@ -110,6 +110,7 @@ func (l *wireLogs) logged(level slog.Level, code codes.Code) bool {
 }
 
 func TestHashMismatchFails(t *testing.T) {
+	t.Parallel()
 	q, mq, _ := newQueue(t, mailqueue.Config{})
 	tr := mmemory.New()
 	startWorker(t, q, mailqueue.WorkerConfig{Transport: tr})
@@ -123,6 +124,7 @@ func TestHashMismatchFails(t *testing.T) {
 }
 
 func TestUnreadableJobsAreReleasedThenFailed(t *testing.T) {
+	t.Parallel()
 	expires := t0.Add(10 * time.Minute)
 	good := contentJob()
 	good.ExpiresAt = &expires
@@ -162,6 +164,7 @@ func TestUnreadableJobsAreReleasedThenFailed(t *testing.T) {
 }
 
 func TestIDSecretChangesTheIDAndIsStable(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	secret := []byte(strings.Repeat("s", 32))
 	plain, _, _ := newQueue(t, mailqueue.Config{})
@@ -188,6 +191,7 @@ func TestIDSecretChangesTheIDAndIsStable(t *testing.T) {
 }
 
 func TestDeriveIDFlowsIntoTheIDs(t *testing.T) {
+	t.Parallel()
 	derive := func(kind, seed string) string {
 		if kind == mailqueue.IDKindJob {
 			return "job_" + seed[:26]
@@ -231,6 +235,7 @@ func TestDeriveIDFlowsIntoTheIDs(t *testing.T) {
 }
 
 func TestDrawingDeriveIDIsRefused(t *testing.T) {
+	t.Parallel()
 	n := 0
 	_, err := mailqueue.New(mailqueue.Config{Driver: mustMemory(t, memory.Options{}), DeriveID: func(kind, seed string) string {
 		n++
@@ -242,6 +247,7 @@ func TestDrawingDeriveIDIsRefused(t *testing.T) {
 }
 
 func TestGenerateIDDrawsTheKey(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := 0
 	gen := func() string { n++; return "drawn-" + strings.Repeat("x", n) }
