@@ -3,8 +3,6 @@ package mailqueue_test
 import (
 	"context"
 	"log/slog"
-	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,54 +41,46 @@ func TestDefaultNamespace(t *testing.T) {
 }
 
 // timerClock is a fake clock that remembers the duration of each timer
-// made on it by a function whose name holds by (the runner's Close, its
-// loop).
+// made on it, but those of skip (the lease keeper's, a third of the lease).
 type timerClock struct {
 	*clock.Fake
-	by   string
+	skip time.Duration
 	mu   sync.Mutex
 	made []time.Duration
 }
 
 func (c *timerClock) NewTimer(d time.Duration) clock.Timer {
-	pcs := make([]uintptr, 8)
-	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
-	for {
-		f, more := frames.Next()
-		if strings.Contains(f.Function, c.by) {
-			c.mu.Lock()
-			c.made = append(c.made, d)
-			c.mu.Unlock()
-			break
-		}
-		if !more {
-			break
-		}
+	if d != c.skip {
+		c.mu.Lock()
+		c.made = append(c.made, d)
+		c.mu.Unlock()
 	}
 	return c.Fake.NewTimer(d)
 }
 
-// waitTimers waits until n timers were made by c.by, and returns them.
+// timers returns the durations of the timers remembered so far.
+func (c *timerClock) timers() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Duration(nil), c.made...)
+}
+
+// waitTimers waits until n timers are remembered, and returns them.
 func (c *timerClock) waitTimers(t *testing.T, n int) []time.Duration {
 	t.Helper()
-	var got []time.Duration
-	waitFor(t, func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		got = append([]time.Duration(nil), c.made...)
-		return len(got) >= n
-	})
-	return got
+	waitFor(t, func() bool { return len(c.timers()) >= n })
+	return c.timers()
 }
 
 // pollingQueue is a queue over a memory source run by a polling driver of
-// default options, whose timers tc records.
+// default options but a lease of 3 hours, whose timers tc remembers but
+// the lease keeper's (an hour, a third of the lease).
 func pollingQueue(t *testing.T, log *slog.Logger) (*mailqueue.Queue, *memory.Source, *timerClock, *audit.Memory) {
 	t.Helper()
 	fc := clock.NewFake(t0)
-	tc := &timerClock{Fake: fc, by: "polling.(*runner).Close"}
+	tc := &timerClock{Fake: fc, skip: time.Hour}
 	src := mustMemorySource(t, memory.Options{Clock: fc, Logger: log})
-	d, err := polling.New(src, polling.Options{Clock: tc, Logger: log})
+	d, err := polling.New(src, polling.Options{Clock: tc, Logger: log, LeaseDuration: 3 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +97,7 @@ func pollingQueue(t *testing.T, log *slog.Logger) (*mailqueue.Queue, *memory.Sou
 func TestDefaultPollInterval(t *testing.T) {
 	t.Parallel()
 	fc := clock.NewFake(t0)
-	tc := &timerClock{Fake: fc, by: "polling.(*runner).loop"}
+	tc := &timerClock{Fake: fc}
 	src := mustMemorySource(t, memory.Options{Clock: fc})
 	d, err := polling.New(src, polling.Options{Clock: tc})
 	if err != nil {
@@ -121,7 +111,7 @@ func TestDefaultPollInterval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = r.Close(realDeadline(t)) })
+	t.Cleanup(func() { closeSoon(r) })
 	// The queue is empty: the runner waits for its poll.
 	if got := tc.waitTimers(t, 1); got[0] != time.Second {
 		t.Fatalf("the idle runner waits %v, want 1s", got[0])
@@ -148,13 +138,13 @@ func TestDefaultPollInterval(t *testing.T) {
 	}
 }
 
-// realDeadline is a context with a deadline on the wall clock, for a Close
-// in a cleanup: a Close whose ctx has no deadline waits on the fake clock,
-// which nobody moves once the test has failed.
-func realDeadline(t *testing.T) context.Context {
+// closeSoon closes r in a cleanup with a deadline on the wall clock: a
+// Close whose ctx has no deadline waits on the fake clock, which nobody
+// moves once the test has failed.
+func closeSoon(r interface{ Close(context.Context) error }) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	t.Cleanup(cancel)
-	return ctx
+	defer cancel()
+	_ = r.Close(ctx)
 }
 
 // newWorker starts a worker of q closed at the end of the test with a
@@ -168,8 +158,22 @@ func newWorker(t *testing.T, q *mailqueue.Queue, cfg mailqueue.WorkerConfig) *ma
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = w.Close(realDeadline(t)) })
+	t.Cleanup(func() { closeSoon(w) })
 	return w
+}
+
+// closeResult returns what a Close in flight returned, failing the test
+// when it has not returned within 5 s of the wall clock: the fake clock
+// was moved past its timeouts, so it must return at once.
+func closeResult(t *testing.T, closed <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-closed:
+		return err
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return once the fake clock passed its timeouts")
+		return nil
+	}
 }
 
 // ctxTransport blocks each send until its context is done, or, when
@@ -207,9 +211,12 @@ func TestDefaultCloseTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 		sendCtx := <-tr.started
+		// The runner made its poll timers before it leased the job; the
+		// timers from now on are Close's.
+		before := len(tc.timers())
 		closed := make(chan error, 1)
 		go func() { closed <- w.Close(context.Background()) }()
-		if got := tc.waitTimers(t, 1)[0]; got != 30*time.Second {
+		if got := tc.waitTimers(t, before+1)[before]; got != 30*time.Second {
 			t.Fatalf("Close waits %v, want 30s", got)
 		}
 		tc.Advance(30*time.Second - time.Millisecond)
@@ -217,7 +224,7 @@ func TestDefaultCloseTimeout(t *testing.T) {
 			t.Fatalf("the send was aborted before 30 s: %v", err)
 		}
 		tc.Advance(time.Millisecond)
-		if err := <-closed; err != nil {
+		if err := closeResult(t, closed); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
 		events := sink.Events(r.ID)
@@ -236,15 +243,16 @@ func TestDefaultCloseTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 		<-tr.started
+		before := len(tc.timers())
 		closed := make(chan error, 1)
 		go func() { closed <- w.Close(context.Background()) }()
-		tc.waitTimers(t, 1)
+		tc.waitTimers(t, before+1)
 		tc.Advance(30 * time.Second)
-		if got := tc.waitTimers(t, 2)[1]; got != 30*time.Second {
+		if got := tc.waitTimers(t, before+2)[before+1]; got != 30*time.Second {
 			t.Fatalf("after the abort, Close waits %v more, want 30s", got)
 		}
 		tc.Advance(30 * time.Second)
-		if err := <-closed; err == nil {
+		if err := closeResult(t, closed); err == nil {
 			t.Error("Close returned no error with a run still going")
 		}
 		recs := logs.find(string(codes.QueueCloseAbandoned))
