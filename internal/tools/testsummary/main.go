@@ -115,11 +115,7 @@ func (s *summary) handle(e event) {
 		s.builds[e.ImportPath] = append(s.builds[e.ImportPath], e.Output)
 		return
 	case "build-fail":
-		fmt.Fprintf(s.w, "FAIL %s [build failed]\n", e.ImportPath)
-		for _, l := range s.builds[e.ImportPath] {
-			fmt.Fprint(s.w, "    "+l)
-		}
-		s.failures++
+		// The package's own fail event follows; end prints the output.
 		return
 	}
 	if e.Package == "" {
@@ -167,6 +163,16 @@ func (s *summary) end(p *pkg, action string, elapsed float64) {
 	}
 	d := time.Duration(elapsed * float64(time.Second)).Round(10 * time.Millisecond)
 	fmt.Fprintf(s.w, "%s %s %v (%s)\n", status, p.name, d, counts(p))
+	// A build that failed: the compiler's output, under the package's
+	// name or that of its test binary ("pkg [pkg.test]").
+	for ip, lines := range s.builds {
+		if ip == p.name || strings.HasPrefix(ip, p.name+" [") {
+			for _, l := range lines {
+				fmt.Fprint(s.w, "      "+l)
+			}
+			delete(s.builds, ip)
+		}
+	}
 	for _, t := range p.failed {
 		fmt.Fprintf(s.w, "  --- FAIL %s\n", t)
 		for _, l := range testLines(p.output[t]) {
@@ -220,10 +226,12 @@ func reason(output []string) string {
 	for _, l := range testLines(output) {
 		parts = append(parts, strings.TrimSpace(l))
 	}
-	if len(parts) == 0 {
-		return "no reason given"
+	r := strings.Join(parts, " ")
+	if r == "" || strings.HasSuffix(r, ":") {
+		// t.Skip() with no message: go test prints only the place.
+		return strings.TrimSpace("no reason given " + strings.TrimSuffix(r, ":"))
 	}
-	return strings.Join(parts, " ")
+	return r
 }
 
 // shortName drops the module's path from a package's name.
