@@ -257,6 +257,7 @@ func (q *Queue) EnqueueMany(ctx context.Context, jobs []*jobv1.Job) ([]Result, e
 		case s.Conflict:
 			reused = append(reused, s.ID)
 			results[i].KeyReused = true
+			q.log.Warn(string(codes.QueueKeyReused), "job_id", s.ID)
 		case s.Duplicate:
 			results[i].Duplicate = true
 			q.log.Debug(string(codes.QueueDuplicate), "job_id", s.ID)

@@ -226,7 +226,7 @@ const (
 	// (auth, configuration); given back after OperatorDelay, its attempt not
 	// spent, and failed once it expires or has waited a week.
 	//
-	// Where: failure. State: released. Level: error. Spec: mailer; the spec's row
+	// Where: failure. State: released. Level: warn. Spec: mailer; the spec's row
 	// "a failure of the operator", which names no code.
 	QueueOperatorFailed Code = "queue.operator_failed"
 
@@ -739,7 +739,7 @@ var infos = []Info{
 	},
 	{
 		Code:  QueueOperatorFailed,
-		Level: slog.LevelError,
+		Level: slog.LevelWarn,
 		Spec:  "mailer; the spec's row \"a failure of the operator\", which names no code",
 		State: StateReleased,
 		What:  "A failure of the operator (auth, configuration); given back after OperatorDelay, its attempt not spent, and failed once it expires or has waited a week.",
