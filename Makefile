@@ -39,10 +39,10 @@ vet:
 ## gen-check: fail when gen/ or docs/codes.md differ from a fresh generation
 gen-check:
 	$(GO) generate ./...
-	@if [ -n "$$(git status --porcelain -- gen docs/codes.md)" ]; then \
+	@if [ -n "$$(git status --porcelain -- gen docs/codes.md internal/codetest/emitted_gen_test.go)" ]; then \
 		echo "gen/ or docs/codes.md is stale: run 'make generate' and commit the result"; \
-		git --no-pager diff -- gen docs/codes.md | head -100; \
-		git status --porcelain -- gen docs/codes.md; exit 1; fi
+		git --no-pager diff -- gen docs/codes.md internal/codetest/emitted_gen_test.go | head -100; \
+		git status --porcelain -- gen docs/codes.md internal/codetest/emitted_gen_test.go; exit 1; fi
 
 ## test: every test, with the race detector, through internal/tools/testsummary:
 ## a line per package with its counts, a SKIP line for each skipped test with

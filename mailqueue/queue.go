@@ -212,6 +212,9 @@ func (q *Queue) Enqueue(ctx context.Context, job *jobv1.Job) (Result, error) {
 // the call may or may not be stored, and enqueuing them again under the
 // same keys is safe (a job stored already answers Duplicate).
 func (q *Queue) EnqueueMany(ctx context.Context, jobs []*jobv1.Job) ([]Result, error) {
+	if len(jobs) == 0 {
+		return nil, nil // nothing to store: the driver is not asked
+	}
 	prepared := make([]NewJob, len(jobs))
 	results := make([]Result, len(jobs))
 	for i, job := range jobs {
@@ -246,10 +249,14 @@ func (q *Queue) EnqueueMany(ctx context.Context, jobs []*jobv1.Job) ([]Result, e
 		if errors.As(err, &e) {
 			return nil, err
 		}
-		return nil, causeError(codes.QueueStoreFailed, "the store failed the enqueue: "+mail.Redact(err.Error()), err)
+		reason := "the store failed the enqueue: " + mail.Redact(err.Error())
+		q.log.Error(string(codes.QueueStoreFailed), "job_id", prepared[0].ID, "jobs", len(prepared), "reason", reason)
+		return nil, causeError(codes.QueueStoreFailed, reason, err)
 	}
 	if len(stored) != len(prepared) {
-		return nil, newError(codes.QueueStoreFailed, fmt.Sprintf("the driver answered %d results for %d jobs", len(stored), len(prepared)))
+		reason := fmt.Sprintf("the driver answered %d results for %d jobs", len(stored), len(prepared))
+		q.log.Error(string(codes.QueueStoreFailed), "job_id", prepared[0].ID, "jobs", len(prepared), "reason", reason)
+		return nil, newError(codes.QueueStoreFailed, reason)
 	}
 	var reused []string
 	for i, s := range stored {

@@ -9,9 +9,9 @@ import (
 
 // Short names for the jennifer code below.
 var (
-	id   = jen.Id
-	lit  = jen.Lit
-	ret  = jen.Return
+	id    = jen.Id
+	lit   = jen.Lit
+	ret   = jen.Return
 	errID = jen.Err
 )
 

@@ -25,6 +25,7 @@ import (
 	exampleattachments "github.com/alexify/mailer/examples/attachments"
 	"github.com/alexify/mailer/examples/templates"
 	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/mail/idempotency"
 	"github.com/alexify/mailer/mail/smtp"
 	"github.com/alexify/mailer/mail/smtptest"
 	"github.com/alexify/mailer/mailqueue"
@@ -60,7 +61,12 @@ func demo(ctx context.Context, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	transport, err := smtp.New(smtp.Config{Host: srv.Host(), Port: srv.Port(), TLS: smtp.TLSNone, HELO: "mailq-demo.localhost"})
+	smtpTransport, err := smtp.New(smtp.Config{Host: srv.Host(), Port: srv.Port(), TLS: smtp.TLSNone, HELO: "mailq-demo.localhost"})
+	if err != nil {
+		return err
+	}
+	// A job is sent once even when its run is redelivered (a lost lease).
+	transport, err := idempotency.New(smtpTransport, idempotency.NewMemoryStore(nil), idempotency.Options{})
 	if err != nil {
 		return err
 	}

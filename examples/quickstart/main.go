@@ -25,6 +25,7 @@ import (
 	"github.com/alexify/mailer/examples/templates"
 	"github.com/alexify/mailer/gen/jobv1"
 	"github.com/alexify/mailer/mail/file"
+	"github.com/alexify/mailer/mail/idempotency"
 	"github.com/alexify/mailer/mailqueue"
 	"github.com/alexify/mailer/render"
 )
@@ -64,7 +65,14 @@ func run(ctx context.Context, out string) error {
 	if err != nil {
 		return err
 	}
-	transport, err := file.New(out)
+	files, err := file.New(out)
+	if err != nil {
+		return err
+	}
+	// IdempotencyTransport sends a job once even when a worker loses its
+	// lease mid-send and the job runs again; its store is in memory here,
+	// drivers/redis.NewIdempotencyStore shares one between processes.
+	transport, err := idempotency.New(files, idempotency.NewMemoryStore(nil), idempotency.Options{})
 	if err != nil {
 		return err
 	}
