@@ -23,7 +23,7 @@ import (
 // correlationId and tenant.
 func TestAuditEventsCarryTheCorrelationID(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, mailqueue.WorkerConfig{}, memory.Options{}).start()
+	h := newHarness(t, mailqueue.WorkerConfig{}).start()
 	j := contentJob()
 	j.CorrelationID, j.TenantID = "req-42", "acme"
 	id := h.enqueue(j)

@@ -186,7 +186,7 @@ func BenchmarkRenderBuildSendSMTP(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer srv.Close()
+	defer func() { _ = srv.Close() }()
 	tr, err := smtp.New(smtp.Config{Host: srv.Host(), Port: srv.Port(), TLS: smtp.TLSNone, HELO: "bench.localhost"})
 	if err != nil {
 		b.Fatal(err)

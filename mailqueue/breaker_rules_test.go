@@ -57,7 +57,7 @@ func TestBreakerOpens(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, mailqueue.WorkerConfig{Breaker: tt.breaker}, memory.Options{})
+			h := newHarness(t, mailqueue.WorkerConfig{Breaker: tt.breaker})
 			h.tr.OnSend(unavailable)
 			var ids []string
 			for i := range 10 {
@@ -101,8 +101,8 @@ func TestBreakerClosesOnAnAnswer(t *testing.T) {
 			var down atomic.Bool
 			down.Store(true)
 			tr := &answeringTransport{Transport: mtransport.New(), down: &down, whenUp: tt.check}
-			h := newHarness(t, mailqueue.WorkerConfig{Transport: tr}, memory.Options{})
-			tr.Transport.OnSend(func(ctx context.Context, m *mail.Message) (mail.Receipt, error) {
+			h := newHarness(t, mailqueue.WorkerConfig{Transport: tr})
+			tr.OnSend(func(ctx context.Context, m *mail.Message) (mail.Receipt, error) {
 				if down.Load() {
 					return unavailable(ctx, m)
 				}
@@ -207,7 +207,7 @@ func TestRedeliveryUnsafeWarning(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, mailqueue.WorkerConfig{Transport: tt.transport, Redelivered: tt.redelivered}, memory.Options{})
+			h := newHarness(t, mailqueue.WorkerConfig{Transport: tt.transport, Redelivered: tt.redelivered})
 			if n := len(h.logs.find(string(codes.QueueRedeliveryUnsafe))); n != 0 {
 				t.Fatalf("%d warnings before Start", n)
 			}

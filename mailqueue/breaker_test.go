@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alexify/mailer/drivers/memory"
 	"github.com/alexify/mailer/gen/codes"
 	"github.com/alexify/mailer/mail"
 	"github.com/alexify/mailer/mail/idempotency"
@@ -259,7 +258,7 @@ func TestOutageSpendsNoAttempt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, mailqueue.WorkerConfig{}, memory.Options{})
+			h := newHarness(t, mailqueue.WorkerConfig{})
 			ot := tt.transport(t, h)
 			// The harness made its worker on the memory transport; make one
 			// on the transport of the case.

@@ -75,7 +75,7 @@ func (c *timerClock) waitTimers(t *testing.T, n int) []time.Duration {
 // pollingQueue is a queue over a memory source run by a polling driver of
 // default options but a lease of 3 hours, whose timers tc remembers but
 // the lease keeper's (an hour, a third of the lease).
-func pollingQueue(t *testing.T, log *slog.Logger) (*mailqueue.Queue, *memory.Source, *timerClock, *audit.Memory) {
+func pollingQueue(t *testing.T, log *slog.Logger) (*mailqueue.Queue, *timerClock, *audit.Memory) {
 	t.Helper()
 	fc := clock.NewFake(t0)
 	tc := &timerClock{Fake: fc, skip: time.Hour}
@@ -89,7 +89,7 @@ func pollingQueue(t *testing.T, log *slog.Logger) (*mailqueue.Queue, *memory.Sou
 	if err != nil {
 		t.Fatal(err)
 	}
-	return q, src, tc, sink
+	return q, tc, sink
 }
 
 // TestDefaultPollInterval: an idle runner of the polling driver reserves
@@ -203,7 +203,7 @@ func TestDefaultCloseTimeout(t *testing.T) {
 	t.Parallel()
 	t.Run("aborted after 30 s", func(t *testing.T) {
 		t.Parallel()
-		q, _, tc, sink := pollingQueue(t, slog.New(&logRecorder{}))
+		q, tc, sink := pollingQueue(t, slog.New(&logRecorder{}))
 		tr := &ctxTransport{started: make(chan context.Context, 1)}
 		w := newWorker(t, q, mailqueue.WorkerConfig{Transport: tr})
 		r, err := q.Enqueue(context.Background(), contentJob())
@@ -235,7 +235,7 @@ func TestDefaultCloseTimeout(t *testing.T) {
 	t.Run("abandoned after 30 s more", func(t *testing.T) {
 		t.Parallel()
 		logs := &logRecorder{}
-		q, _, tc, _ := pollingQueue(t, slog.New(logs))
+		q, tc, _ := pollingQueue(t, slog.New(logs))
 		tr := &ctxTransport{started: make(chan context.Context, 1), release: make(chan struct{}), ignoreCtx: true}
 		w := newWorker(t, q, mailqueue.WorkerConfig{Transport: tr})
 		t.Cleanup(func() { close(tr.release) })

@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/alexify/mailer/drivers/memory"
 	"github.com/alexify/mailer/gen/codes"
 	"github.com/alexify/mailer/gen/jobv1"
 	"github.com/alexify/mailer/mailqueue"
@@ -20,7 +19,7 @@ import (
 // with the queue.key_reused error, which names the job refused.
 func TestEnqueueManyKeyReusedStoresTheOthers(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, mailqueue.WorkerConfig{}, memory.Options{})
+	h := newHarness(t, mailqueue.WorkerConfig{})
 	first := h.enqueue(contentJob())
 	keyed := func(key, subject string) *jobv1.Job {
 		j := contentJob()

@@ -51,8 +51,6 @@ func contentJob() *jobv1.Job {
 	}
 }
 
-type cyclic map[string]any
-
 func TestEnqueueRefusals(t *testing.T) {
 	t.Parallel()
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)

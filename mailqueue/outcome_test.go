@@ -111,8 +111,9 @@ type harness struct {
 	w    *mailqueue.Worker
 }
 
-func newHarness(t *testing.T, wcfg mailqueue.WorkerConfig, opts memory.Options) *harness {
+func newHarness(t *testing.T, wcfg mailqueue.WorkerConfig) *harness {
 	t.Helper()
+	var opts memory.Options
 	h := &harness{t: t, fc: clock.NewFake(t0), tr: mtransport.New(), sink: audit.NewMemory(), logs: &logRecorder{}}
 	logger := slog.New(h.logs)
 	opts.Clock, opts.Logger = h.fc, logger
@@ -215,7 +216,7 @@ func TestOutcomeOfAReceipt(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, mailqueue.WorkerConfig{}, memory.Options{}).start()
+			h := newHarness(t, mailqueue.WorkerConfig{}).start()
 			h.tr.Script(tc.receipt)
 			id := h.enqueue(contentJob())
 			h.drain()
@@ -259,7 +260,7 @@ func TestBackoff(t *testing.T) {
 
 func TestRetryThenLastAttempt(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, mailqueue.WorkerConfig{}, memory.Options{}).start()
+	h := newHarness(t, mailqueue.WorkerConfig{}).start()
 	h.tr.Script(receiptOf(mail.Retryable, 451), receiptOf(mail.Retryable, 451))
 	j := contentJob()
 	j.MaxAttempts = 2
@@ -278,7 +279,7 @@ func TestRetryThenLastAttempt(t *testing.T) {
 func TestExpiry(t *testing.T) {
 	t.Parallel()
 	t.Run("past expiresAt", func(t *testing.T) {
-		h := newHarness(t, mailqueue.WorkerConfig{}, memory.Options{})
+		h := newHarness(t, mailqueue.WorkerConfig{})
 		j := contentJob()
 		exp := t0.Add(time.Minute)
 		j.ExpiresAt = &exp
@@ -291,7 +292,7 @@ func TestExpiry(t *testing.T) {
 		}
 	})
 	t.Run("its retry would come after expiresAt", func(t *testing.T) {
-		h := newHarness(t, mailqueue.WorkerConfig{Backoff: func(int) time.Duration { return time.Hour }}, memory.Options{}).start()
+		h := newHarness(t, mailqueue.WorkerConfig{Backoff: func(int) time.Duration { return time.Hour }}).start()
 		h.tr.Script(receiptOf(mail.Retryable, 451))
 		j := contentJob()
 		exp := t0.Add(15 * time.Minute)
@@ -363,7 +364,7 @@ func TestRenderOutcomes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, mailqueue.WorkerConfig{Renderer: tc.renderer}, memory.Options{}).start()
+			h := newHarness(t, mailqueue.WorkerConfig{Renderer: tc.renderer}).start()
 			id := h.enqueue(templateJob())
 			h.drain()
 			j := h.check(id, tc.want)
@@ -411,7 +412,7 @@ func TestAttachmentOutcomes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, mailqueue.WorkerConfig{ResolveAttachment: tc.resolve}, memory.Options{}).start()
+			h := newHarness(t, mailqueue.WorkerConfig{ResolveAttachment: tc.resolve}).start()
 			id := h.enqueue(refJob())
 			h.drain()
 			h.check(id, tc.want)
@@ -423,7 +424,7 @@ type panickingTransport struct{}
 
 func (panickingTransport) Send(context.Context, *mail.Message) (mail.Receipt, error) {
 	var m map[string]int
-	m["boom"]++ // a bug: assignment to a nil map
+	m["boom"]++ //nolint:staticcheck // SA5000 on purpose: a transport with a bug, whose panic the worker recovers
 	return mail.Receipt{}, nil
 }
 
@@ -436,7 +437,7 @@ func (contradictoryTransport) Send(context.Context, *mail.Message) (mail.Receipt
 
 func TestAcceptedWithAnErrorIsAnInvalidReceipt(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, mailqueue.WorkerConfig{Transport: contradictoryTransport{}}, memory.Options{}).start()
+	h := newHarness(t, mailqueue.WorkerConfig{Transport: contradictoryTransport{}}).start()
 	id := h.enqueue(contentJob())
 	h.drain()
 	h.check(id, outcome{mailqueue.JobFailed, 1, codes.QueueInvalidReceipt})
@@ -444,7 +445,7 @@ func TestAcceptedWithAnErrorIsAnInvalidReceipt(t *testing.T) {
 
 func TestTransportPanicIsThrown(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, mailqueue.WorkerConfig{Transport: panickingTransport{}}, memory.Options{}).start()
+	h := newHarness(t, mailqueue.WorkerConfig{Transport: panickingTransport{}}).start()
 	id := h.enqueue(contentJob())
 	h.drain()
 	h.check(id, outcome{mailqueue.JobFailed, 1, codes.QueueThrown})
@@ -462,7 +463,7 @@ func TestHooks(t *testing.T) {
 				return errors.New("no tenant")
 			}
 			return nil
-		}}, memory.Options{}).start()
+		}}).start()
 		id := h.enqueue(contentJob())
 		h.drain()
 		h.check(id, outcome{mailqueue.JobFailed, 1, codes.QueueRefused})
@@ -481,7 +482,7 @@ func TestHooks(t *testing.T) {
 			h := newHarness(t, mailqueue.WorkerConfig{Classify: func(r mail.Receipt, j *jobv1.Job) mailqueue.Decision {
 				seen = r
 				return tc.decision
-			}}, memory.Options{}).start()
+			}}).start()
 			h.tr.Script(receiptOf(mail.Auth, 535))
 			id := h.enqueue(contentJob())
 			h.drain()
@@ -509,14 +510,14 @@ func (h *harness) redeliver(n int) {
 func TestRedeliveries(t *testing.T) {
 	t.Parallel()
 	t.Run("more than MaxRedeliveries fail before rendering", func(t *testing.T) {
-		h := newHarness(t, mailqueue.WorkerConfig{Renderer: stubRenderer{err: errors.New("must not render")}}, memory.Options{})
+		h := newHarness(t, mailqueue.WorkerConfig{Renderer: stubRenderer{err: errors.New("must not render")}})
 		id := h.enqueue(templateJob())
 		h.redeliver(4)
 		h.start().drain()
 		h.check(id, outcome{mailqueue.JobDeliveryUnknown, 1, codes.QueueRedeliveryExhausted})
 	})
 	t.Run("MaxRedeliveries runs again are sent (policy send)", func(t *testing.T) {
-		h := newHarness(t, mailqueue.WorkerConfig{}, memory.Options{})
+		h := newHarness(t, mailqueue.WorkerConfig{})
 		id := h.enqueue(contentJob())
 		h.redeliver(3)
 		h.start().drain()
@@ -526,7 +527,7 @@ func TestRedeliveries(t *testing.T) {
 		}
 	})
 	t.Run("policy delivery_unknown, the run before submitted", func(t *testing.T) {
-		h := newHarness(t, mailqueue.WorkerConfig{Redelivered: mailqueue.RedeliveredDeliveryUnknown}, memory.Options{})
+		h := newHarness(t, mailqueue.WorkerConfig{Redelivered: mailqueue.RedeliveredDeliveryUnknown})
 		id := h.enqueue(contentJob())
 		_ = h.sink.Record(context.Background(), mailqueue.AuditEvent{JobID: id, Attempt: 1, State: mailqueue.AuditSubmitted})
 		h.redeliver(1)
@@ -537,7 +538,7 @@ func TestRedeliveries(t *testing.T) {
 		}
 	})
 	t.Run("policy delivery_unknown, the run before never submitted", func(t *testing.T) {
-		h := newHarness(t, mailqueue.WorkerConfig{Redelivered: mailqueue.RedeliveredDeliveryUnknown}, memory.Options{})
+		h := newHarness(t, mailqueue.WorkerConfig{Redelivered: mailqueue.RedeliveredDeliveryUnknown})
 		id := h.enqueue(contentJob())
 		h.redeliver(1)
 		h.start().drain()
@@ -548,7 +549,7 @@ func TestRedeliveries(t *testing.T) {
 func TestStopping(t *testing.T) {
 	t.Parallel()
 	t.Run("before the send: given back unspent", func(t *testing.T) {
-		h := newHarness(t, mailqueue.WorkerConfig{Renderer: stubRenderer{block: true}}, memory.Options{}).start()
+		h := newHarness(t, mailqueue.WorkerConfig{Renderer: stubRenderer{block: true}}).start()
 		id := h.enqueue(templateJob())
 		waitFor(t, func() bool { return h.job(id).State == mailqueue.JobRunning })
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
@@ -560,7 +561,7 @@ func TestStopping(t *testing.T) {
 	})
 	t.Run("during the send: delivery unknown", func(t *testing.T) {
 		tr := &blockingTransport{started: make(chan struct{}, 1), release: make(chan struct{})}
-		h := newHarness(t, mailqueue.WorkerConfig{Transport: tr}, memory.Options{}).start()
+		h := newHarness(t, mailqueue.WorkerConfig{Transport: tr}).start()
 		id := h.enqueue(contentJob())
 		<-tr.started
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
@@ -586,7 +587,7 @@ func waitFor(t *testing.T, cond func() bool) {
 func TestAudit(t *testing.T) {
 	t.Parallel()
 	t.Run("the states of a job", func(t *testing.T) {
-		h := newHarness(t, mailqueue.WorkerConfig{}, memory.Options{}).start()
+		h := newHarness(t, mailqueue.WorkerConfig{}).start()
 		id := h.enqueue(contentJob())
 		h.drain()
 		if diff := cmp.Diff([]mailqueue.AuditState{"queued", "rendered", "submitted", "accepted"}, h.sink.States(id)); diff != "" {
@@ -596,7 +597,7 @@ func TestAudit(t *testing.T) {
 	t.Run("a failing sink is a warning", func(t *testing.T) {
 		var warned []codes.Code
 		var mu sync.Mutex
-		h := newHarness(t, mailqueue.WorkerConfig{}, memory.Options{})
+		h := newHarness(t, mailqueue.WorkerConfig{})
 		q, err := mailqueue.New(mailqueue.Config{Driver: h.mq, Clock: h.fc, Logger: slog.New(h.logs), Audit: h.sink, OnWarning: func(c codes.Code, err error) {
 			mu.Lock()
 			warned = append(warned, c)
@@ -607,7 +608,7 @@ func TestAudit(t *testing.T) {
 		}
 		w, _ := q.NewWorker(mailqueue.WorkerConfig{Transport: h.tr})
 		_ = w.Start()
-		defer w.Close(context.Background())
+		defer func() { _ = w.Close(context.Background()) }()
 		h.sink.SetFailing(errors.New("audit store down"))
 		r, err := q.Enqueue(context.Background(), contentJob())
 		if err != nil {
@@ -622,7 +623,7 @@ func TestAudit(t *testing.T) {
 		}
 	})
 	t.Run("a strict sink that fails retries before the send", func(t *testing.T) {
-		h := newHarness(t, mailqueue.WorkerConfig{AuditStrict: true}, memory.Options{})
+		h := newHarness(t, mailqueue.WorkerConfig{AuditStrict: true})
 		id := h.enqueue(contentJob())
 		h.sink.SetFailing(errors.New("audit store down"))
 		h.start().drain()
@@ -632,7 +633,7 @@ func TestAudit(t *testing.T) {
 		}
 	})
 	t.Run("a strict sink that fails refuses the enqueue", func(t *testing.T) {
-		h := newHarness(t, mailqueue.WorkerConfig{}, memory.Options{})
+		h := newHarness(t, mailqueue.WorkerConfig{})
 		q, _ := mailqueue.New(mailqueue.Config{Driver: h.mq, Clock: h.fc, Logger: slog.New(h.logs), Audit: h.sink, AuditStrict: true})
 		h.sink.SetFailing(errors.New("audit store down"))
 		_, err := q.Enqueue(context.Background(), contentJob())
@@ -651,7 +652,7 @@ func TestRateLimitScopes(t *testing.T) {
 		return j
 	}
 	t.Run("queue", func(t *testing.T) {
-		h := newHarness(t, mailqueue.WorkerConfig{RateLimitScope: mailqueue.RateLimitQueue}, memory.Options{}).start()
+		h := newHarness(t, mailqueue.WorkerConfig{RateLimitScope: mailqueue.RateLimitQueue}).start()
 		h.tr.Script(rateLimited)
 		first := h.enqueue(tenantJob("a", "1"))
 		h.drain()
@@ -667,7 +668,7 @@ func TestRateLimitScopes(t *testing.T) {
 		h.check(other, outcome{mailqueue.JobAccepted, 1, ""})
 	})
 	t.Run("tenant", func(t *testing.T) {
-		h := newHarness(t, mailqueue.WorkerConfig{RateLimitScope: mailqueue.RateLimitTenant}, memory.Options{}).start()
+		h := newHarness(t, mailqueue.WorkerConfig{RateLimitScope: mailqueue.RateLimitTenant}).start()
 		h.tr.Script(rateLimited)
 		first := h.enqueue(tenantJob("a", "1"))
 		h.drain()

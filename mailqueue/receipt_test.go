@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/alexify/mailer/drivers/memory"
 	"github.com/alexify/mailer/gen/codes"
 	"github.com/alexify/mailer/mail"
 	"github.com/alexify/mailer/mailqueue"
@@ -49,7 +48,7 @@ func TestInvalidMessageAndReceipt(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			h := newHarness(t, mailqueue.WorkerConfig{Transport: tc.tr}, memory.Options{}).start()
+			h := newHarness(t, mailqueue.WorkerConfig{Transport: tc.tr}).start()
 			id := h.enqueue(contentJob())
 			h.drain()
 			events := h.sink.Events(id)

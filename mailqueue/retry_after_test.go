@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alexify/mailer/drivers/memory"
 	"github.com/alexify/mailer/mail"
 	"github.com/alexify/mailer/mailqueue"
 )
@@ -31,7 +30,7 @@ func TestRetryAfterJitter(t *testing.T) {
 		for _, cat := range []mail.Category{mail.Retryable, mail.RateLimited} {
 			t.Run(fmt.Sprintf("%s %v", cat, tc.retryAfter), func(t *testing.T) {
 				t.Parallel()
-				h := newHarness(t, mailqueue.WorkerConfig{Backoff: func(int) time.Duration { return 0 }}, memory.Options{}).start()
+				h := newHarness(t, mailqueue.WorkerConfig{Backoff: func(int) time.Duration { return 0 }}).start()
 				var ids []string
 				for i := range n {
 					h.tr.Script(mail.Receipt{Category: cat, Code: 429, RetryAfter: tc.retryAfter})

@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/alexify/mailer/drivers/memory"
 	"github.com/alexify/mailer/mailqueue"
 )
 
@@ -14,7 +13,7 @@ import (
 // not sent, before it; it is sent once the clock reaches it.
 func TestScheduledAtHoldsTheJobBack(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, mailqueue.WorkerConfig{}, memory.Options{}).start()
+	h := newHarness(t, mailqueue.WorkerConfig{}).start()
 	j := contentJob()
 	at := t0.Add(time.Hour)
 	j.ScheduledAt = &at

@@ -103,7 +103,7 @@ func TestSignatureInvalidFailsUnsent(t *testing.T) {
 func TestKeyRotation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	old, new := key("2026-04", 'o'), key("2026-10", 'n')
+	oldKey, newKey := key("2026-04", 'o'), key("2026-10", 'n')
 	_, mq, fc := newQueue(t, mailqueue.Config{})
 	queueOf := func(keys ...mailqueue.SigningKey) *mailqueue.Queue {
 		q, err := mailqueue.New(mailqueue.Config{Driver: mq, Clock: fc, SigningKeys: keys})
@@ -134,26 +134,26 @@ func TestKeyRotation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	oldProducer := queueOf(old)
+	oldProducer := queueOf(oldKey)
 	before := enqueue(oldProducer, "before")
-	// The workers first: the new key first, the old one still listed.
-	work(queueOf(new, old))
+	// The workers first: the newKey key first, the oldKey one still listed.
+	work(queueOf(newKey, oldKey))
 	wantJob(t, mq, before, mailqueue.JobAccepted, 1, "")
-	// A producer not yet deployed still signs with the old key; the new
-	// producers sign with the new one.
+	// A producer not yet deployed still signs with the oldKey key; the newKey
+	// producers sign with the newKey one.
 	during := enqueue(oldProducer, "during")
-	newProducer := queueOf(new, old)
+	newProducer := queueOf(newKey, oldKey)
 	fresh := enqueue(newProducer, "fresh")
 	if got, _ := mq.Data(context.Background(), fresh); !strings.Contains(string(got), `"kid":"2026-10"`) {
-		t.Errorf("the new producer did not sign with the new key: %s", got)
+		t.Errorf("the newKey producer did not sign with the newKey key: %s", got)
 	}
-	work(queueOf(new, old))
+	work(queueOf(newKey, oldKey))
 	wantJob(t, mq, during, mailqueue.JobAccepted, 1, "")
 	wantJob(t, mq, fresh, mailqueue.JobAccepted, 1, "")
-	// The old key dropped too soon: a job it signed fails.
+	// The oldKey key dropped too soon: a job it signed fails.
 	late := enqueue(oldProducer, "late")
 	last := enqueue(newProducer, "last")
-	work(queueOf(new))
+	work(queueOf(newKey))
 	wantJob(t, mq, late, mailqueue.JobFailed, 1, codes.QueueSignatureInvalid)
 	wantJob(t, mq, last, mailqueue.JobAccepted, 1, "")
 }

@@ -452,28 +452,11 @@ func (w *Worker) settle(ctx context.Context, r *run, receipt mail.Receipt, err e
 	if err != nil && errors.As(err, &me) {
 		receipt = me.Receipt
 	}
-	if errors.Is(err, mail.ErrInvalidMessage) {
-		return w.fail(ctx, r, codes.QueueInvalidMessage, codes.StateFailed, "the job does not make a message: "+err.Error())
-	}
-	if err != nil && receipt.Category == mail.Accepted {
-		// Accepted and failed at once: the transport contradicts itself,
-		// and a retry could send the message twice.
-		return w.fail(ctx, r, codes.QueueInvalidReceipt, codes.StateFailed, "the transport gave an accepted receipt and an error")
-	}
-	if err != nil && me == nil {
+	if err != nil && me == nil && !errors.Is(err, mail.ErrInvalidMessage) && receipt.Category != mail.Accepted {
 		receipt = mail.Receipt{Category: mail.Retryable, Reason: mail.Redact(err.Error())}
 	}
-	if err != nil && ctx.Err() != nil {
-		// The run was aborted during the send (Close ran out of time, or the
-		// lease was lost). A send the transport says provably did not go is
-		// given back, and the attempt is not spent; any other may have gone.
-		if receipt.Category == mail.Retryable {
-			return w.release(r, codes.QueueStopped, 0, "the worker stopped during the send, and the transport says the message did not go")
-		}
-		return w.fail(ctx, r, codes.QueueAborted, codes.StateDeliveryUnknown, "the worker stopped while the message was sent")
-	}
-	if err == nil && receipt.Category != mail.Accepted {
-		return w.fail(ctx, r, codes.QueueInvalidReceipt, codes.StateFailed, "the transport gave no accepted receipt and no error")
+	if out, done := w.settleBroken(ctx, r, receipt, err); done {
+		return out
 	}
 	if err != nil && errors.Is(err, mail.ErrUnavailable) && receipt.Category != mail.DeliveryUnknown {
 		// An outage: nothing was sent, and the message is not to blame. It
@@ -496,6 +479,36 @@ func (w *Worker) settle(ctx context.Context, r *run, receipt mail.Receipt, err e
 			return w.fail(ctx, r, codes.DeliveryUnknown, codes.StateDeliveryUnknown, reasonOf(receipt))
 		}
 	}
+	return w.settleCategory(ctx, r, receipt)
+}
+
+// settleBroken settles the sends that say nothing of the message: a job
+// that makes no message, a transport that contradicts itself, and a run
+// aborted during its send. done is false for every other send.
+func (w *Worker) settleBroken(ctx context.Context, r *run, receipt mail.Receipt, err error) (out Outcome, done bool) {
+	switch {
+	case errors.Is(err, mail.ErrInvalidMessage):
+		return w.fail(ctx, r, codes.QueueInvalidMessage, codes.StateFailed, "the job does not make a message: "+err.Error()), true
+	case err != nil && receipt.Category == mail.Accepted:
+		// Accepted and failed at once: the transport contradicts itself,
+		// and a retry could send the message twice.
+		return w.fail(ctx, r, codes.QueueInvalidReceipt, codes.StateFailed, "the transport gave an accepted receipt and an error"), true
+	case err != nil && ctx.Err() != nil:
+		// The run was aborted during the send (Close ran out of time, or the
+		// lease was lost). A send the transport says provably did not go is
+		// given back, and the attempt is not spent; any other may have gone.
+		if receipt.Category == mail.Retryable {
+			return w.release(r, codes.QueueStopped, 0, "the worker stopped during the send, and the transport says the message did not go"), true
+		}
+		return w.fail(ctx, r, codes.QueueAborted, codes.StateDeliveryUnknown, "the worker stopped while the message was sent"), true
+	case err == nil && receipt.Category != mail.Accepted:
+		return w.fail(ctx, r, codes.QueueInvalidReceipt, codes.StateFailed, "the transport gave no accepted receipt and no error"), true
+	}
+	return Outcome{}, false
+}
+
+// settleCategory settles a send by its receipt's category.
+func (w *Worker) settleCategory(ctx context.Context, r *run, receipt mail.Receipt) Outcome {
 	switch receipt.Category {
 	case mail.Accepted:
 		if errors.Is(context.Cause(ctx), ErrLeaseLost) {
@@ -508,7 +521,8 @@ func (w *Worker) settle(ctx context.Context, r *run, receipt mail.Receipt, err e
 		}
 		// A partial refusal: the accepted recipients got the message (the
 		// transport's documented rule); say how many did not, never who.
-		w.log.Info(string(codes.QueueJobCompleted), "job_id", r.lease.ID, "attempt", r.lease.Attempt, "code", receipt.Code, "refused_recipients", len(receipt.Refused))
+		// The server's reply code is smtp_code: code is always the kit's.
+		w.log.Info(string(codes.QueueJobCompleted), "job_id", r.lease.ID, "attempt", r.lease.Attempt, "smtp_code", receipt.Code, "refused_recipients", len(receipt.Refused))
 		_ = w.audit(ctx, r, AuditAccepted, "", "") // a failure is logged and warned by audit; only "submitted" stops a run
 		return Outcome{Action: Ack}
 	case mail.DeliveryUnknown:

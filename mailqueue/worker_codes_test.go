@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/alexify/mailer/drivers/memory"
 	"github.com/alexify/mailer/gen/codes"
 	"github.com/alexify/mailer/gen/jobv1"
 	"github.com/alexify/mailer/mailqueue"
@@ -24,7 +23,7 @@ func TestStoredJobThatIsNoJob(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			h := newHarness(t, mailqueue.WorkerConfig{}, memory.Options{}).start()
+			h := newHarness(t, mailqueue.WorkerConfig{}).start()
 			writeRaw(t, h.mq, "crafted", []byte(data))
 			h.drain()
 			if got := h.sink.Events("crafted"); len(got) != 1 || got[0].State != mailqueue.AuditFailed || got[0].Code != codes.QueueInvalidJob {
@@ -48,7 +47,7 @@ func TestStoredJobThatIsNoJob(t *testing.T) {
 func TestWorkerPanicIsThrown(t *testing.T) {
 	t.Parallel()
 	var warned []codes.Code
-	h := newHarness(t, mailqueue.WorkerConfig{}, memory.Options{})
+	h := newHarness(t, mailqueue.WorkerConfig{})
 	q, err := mailqueue.New(mailqueue.Config{Driver: h.mq, Clock: h.fc, Logger: slog.New(h.logs), Audit: h.sink, OnWarning: func(c codes.Code, _ error) {
 		warned = append(warned, c)
 	}})

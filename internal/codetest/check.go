@@ -43,7 +43,7 @@ func readFile(name string, out map[Seen]bool) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: nothing is lost
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		fields := strings.Split(sc.Text(), "\t")

@@ -222,8 +222,9 @@ func testLines(output []string) []string {
 // reason is what a skipped test said, on one line; "no reason given" when
 // it said nothing.
 func reason(output []string) string {
-	var parts []string
-	for _, l := range testLines(output) {
+	lines := testLines(output)
+	parts := make([]string, 0, len(lines))
+	for _, l := range lines {
 		parts = append(parts, strings.TrimSpace(l))
 	}
 	r := strings.Join(parts, " ")
