@@ -14,6 +14,7 @@ package mail
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 )
@@ -165,3 +166,34 @@ func (e *Error) Error() string {
 
 // Unwrap returns the underlying cause.
 func (e *Error) Unwrap() error { return e.Err }
+
+// ErrUnavailable marks the failure of a send whose transport could not be
+// reached, so that nothing was sent: a connection refused, a host name that
+// does not resolve, a TLS handshake that fails, a timeout before MAIL FROM,
+// an idempotency store that does not answer. Such a send is an outage, not a
+// fault of the message: the queue gives the job back without spending its
+// attempt and may stop reserving until the transport answers again
+// (issue 10, point 1).
+//
+// The error a transport returns for such a send is an *Error of category
+// Retryable whose cause wraps ErrUnavailable, so that
+// errors.Is(err, ErrUnavailable) is true; make it with Unavailable. A
+// Retryable error without it (a 4xx reply, a connection lost during the
+// transaction) may be the message's own, and spends an attempt as before.
+// ErrUnavailable itself is an *Error of category Retryable, so a transport
+// may also return it as it is.
+var ErrUnavailable = &Error{Receipt: Receipt{Category: Retryable, Reason: "the transport is unavailable"}}
+
+// Unavailable returns the receipt and error of a send that failed because
+// the transport could not be reached (see ErrUnavailable): category
+// Retryable, code 0, the given reason (which must hold no address), and an
+// error for which errors.Is(err, ErrUnavailable) is true and which wraps
+// cause too (cause may be nil).
+func Unavailable(reason string, cause error) (Receipt, error) {
+	r := Receipt{Category: Retryable, Reason: reason}
+	wrapped := error(ErrUnavailable)
+	if cause != nil {
+		wrapped = fmt.Errorf("%w: %w", ErrUnavailable, cause)
+	}
+	return r, &Error{Receipt: r, Err: wrapped}
+}
