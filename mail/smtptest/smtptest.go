@@ -2,7 +2,8 @@
 // what a test needs: a given reply at MAIL FROM, at RCPT TO (per address) or
 // at the end of DATA, AUTH required, STARTTLS offered or not, or no reply at
 // all after the data (a hang or a dropped connection); a refusal in place of
-// the greeting or of the reply to EHLO; SMTPUTF8 offered or not.
+// the greeting or of the reply to EHLO; SMTPUTF8 offered or not; implicit
+// TLS; a limit on the recipients of a transaction and on the size.
 //
 // It is github.com/emersion/go-smtp's server with a scripted backend. The
 // queue's end-to-end tests and the `mailq demo` command use it, so it is not
@@ -80,6 +81,16 @@ type Script struct {
 	// Hello, when set, is the reply to EHLO (and HELO) instead of 250; the
 	// session stays open, as go-smtp keeps it.
 	Hello *gosmtp.SMTPError
+	// ImplicitTLS makes the server start TLS (with the TLS config) before
+	// its greeting, as on port 465, instead of offering STARTTLS.
+	ImplicitTLS bool
+	// MaxRecipients is the most recipients of one transaction; past it the
+	// server answers "452 4.5.3 Maximum limit of N recipients reached" to
+	// RCPT TO. 0 means 100.
+	MaxRecipients int
+	// MaxSize is the SIZE the server announces (RFC 1870), and refuses
+	// larger messages with 552; 0 means 32 MiB.
+	MaxSize int64
 }
 
 // Reply returns an SMTP reply for a Script: code such as 550, enhanced such
@@ -115,6 +126,11 @@ type Received struct {
 	// UTF8 tells whether MAIL FROM carried the SMTPUTF8 parameter
 	// (RFC 6531).
 	UTF8 bool
+	// Size is the SIZE= parameter of MAIL FROM (RFC 1870), 0 without one.
+	Size int64
+	// Body is the BODY= parameter of MAIL FROM ("8BITMIME"), empty without
+	// one.
+	Body string
 }
 
 // Server is a running scripted SMTP server on 127.0.0.1.
@@ -128,6 +144,7 @@ type Server struct {
 	mu       sync.Mutex
 	received []Received
 	sessions int
+	conns    map[*gosmtp.Conn]struct{}
 }
 
 // Start starts a server for script on 127.0.0.1 on a free port and closes it
@@ -149,12 +166,18 @@ func New(script Script) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	s := &Server{script: script, ln: ln, done: make(chan struct{})}
+	s := &Server{script: script, ln: ln, done: make(chan struct{}), conns: map[*gosmtp.Conn]struct{}{}}
 	srv := gosmtp.NewServer(s)
 	srv.Domain = "smtptest.localhost"
 	srv.AllowInsecureAuth = true
 	srv.MaxMessageBytes = 32 << 20
+	if script.MaxSize > 0 {
+		srv.MaxMessageBytes = script.MaxSize
+	}
 	srv.MaxRecipients = 100
+	if script.MaxRecipients > 0 {
+		srv.MaxRecipients = script.MaxRecipients
+	}
 	srv.ReadTimeout = time.Minute
 	srv.WriteTimeout = time.Minute
 	srv.TLSConfig = script.TLS
@@ -162,6 +185,10 @@ func New(script Script) (*Server, error) {
 	srv.ErrorLog = discardLogger{}
 	s.srv = srv
 	var serve net.Listener = ln
+	if script.ImplicitTLS && script.TLS != nil {
+		srv.TLSConfig = nil
+		serve = tls.NewListener(ln, script.TLS)
+	}
 	if script.Greeting != nil {
 		serve = &refusingListener{Listener: ln, reply: script.Greeting}
 	}
@@ -245,8 +272,21 @@ func (s *Server) NewSession(c *gosmtp.Conn) (gosmtp.Session, error) {
 	}
 	s.mu.Lock()
 	s.sessions++
+	s.conns[c] = struct{}{}
 	s.mu.Unlock()
 	return &session{s: s, conn: c}, nil
+}
+
+// DropConnections closes every open connection without a word, as a server
+// does with a connection that stayed idle too long; the server goes on
+// listening.
+func (s *Server) DropConnections() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		_ = c.Conn().Close()
+		delete(s.conns, c)
+	}
 }
 
 type session struct {
@@ -255,6 +295,8 @@ type session struct {
 	authed bool
 	from   string
 	utf8   bool
+	size   int64
+	body   string
 	to     []string
 }
 
@@ -292,6 +334,10 @@ func (ss *session) Mail(from string, opts *gosmtp.MailOptions) error {
 	}
 	ss.from = from
 	ss.utf8 = opts != nil && opts.UTF8
+	ss.size, ss.body = 0, ""
+	if opts != nil {
+		ss.size, ss.body = opts.Size, string(opts.Body)
+	}
 	return nil
 }
 
@@ -310,7 +356,7 @@ func (ss *session) Data(r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	rec := Received{From: ss.from, To: append([]string(nil), ss.to...), Data: data, UTF8: ss.utf8}
+	rec := Received{From: ss.from, To: append([]string(nil), ss.to...), Data: data, UTF8: ss.utf8, Size: ss.size, Body: ss.body}
 	sc := ss.s.script
 	reply := sc.Data
 	if reply == nil && sc.AfterData == Answer {
@@ -341,8 +387,13 @@ func (ss *session) Data(r io.Reader) error {
 }
 
 func (ss *session) Reset() {
-	ss.from, ss.utf8 = "", false
+	ss.from, ss.utf8, ss.size, ss.body = "", false, 0, ""
 	ss.to = nil
 }
 
-func (ss *session) Logout() error { return nil }
+func (ss *session) Logout() error {
+	ss.s.mu.Lock()
+	delete(ss.s.conns, ss.conn)
+	ss.s.mu.Unlock()
+	return nil
+}
