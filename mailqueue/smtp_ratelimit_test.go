@@ -1,0 +1,69 @@
+package mailqueue_test
+
+import (
+	"testing"
+
+	"github.com/alexify/mailer/drivers/memory"
+	"github.com/alexify/mailer/gen/codes"
+	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/mail"
+	"github.com/alexify/mailer/mail/smtptest"
+	"github.com/alexify/mailer/mailqueue"
+)
+
+// TestSMTPThrottlePausesTheQueue sends through the kit's SMTP transport to a
+// server that answers as Postfix does to its anvil limit ("450 4.7.1 Error:
+// too much mail from 127.0.0.1"): under RateLimitScope queue the queue is
+// paused and the job given back, its attempt not spent (issue 10, point 2).
+func TestSMTPThrottlePausesTheQueue(t *testing.T) {
+	srv := smtptest.Start(t, smtptest.Script{Mail: smtptest.Reply(450, "4.7.1", "Error: too much mail from 127.0.0.1")})
+	h := newHarness(t, mailqueue.WorkerConfig{Transport: smtpTransport(t, srv), RateLimitScope: mailqueue.RateLimitQueue}, memory.Options{}).start()
+	id := h.enqueue(contentJob())
+	h.drain()
+	h.check(id, outcome{mailqueue.JobQueued, 0, codes.QueueRateLimited})
+	if n := len(srv.Messages()); n != 0 {
+		t.Errorf("%d messages arrived", n)
+	}
+}
+
+// TestClassifyDecidesARateLimit checks that a Classify hook can take a
+// reply for a rate limit (DecideRateLimited), with the effect of a
+// RateLimited receipt.
+func TestClassifyDecidesARateLimit(t *testing.T) {
+	h := newHarness(t, mailqueue.WorkerConfig{
+		RateLimitScope: mailqueue.RateLimitQueue,
+		Classify: func(r mail.Receipt, _ *jobv1.Job) mailqueue.Decision {
+			if r.Code == 451 {
+				return mailqueue.DecideRateLimited
+			}
+			return mailqueue.DecideByRules
+		},
+	}, memory.Options{}).start()
+	h.tr.Script(receiptOf(mail.Retryable, 451))
+	id := h.enqueue(contentJob())
+	h.drain()
+	h.check(id, outcome{mailqueue.JobQueued, 0, codes.QueueRateLimited})
+}
+
+// TestCompletedLogsSMTPCode checks that the server's reply code is logged as
+// smtp_code, never under code (the kit's code in every record), with the
+// recipients refused for now counted apart.
+func TestCompletedLogsSMTPCode(t *testing.T) {
+	h := newHarness(t, mailqueue.WorkerConfig{}, memory.Options{}).start()
+	r := receiptOf(mail.Accepted, 250)
+	r.Refused = []mail.RefusedRecipient{{Address: "bob@example.com", Code: 452}, {Address: "eve@example.com", Code: 550}}
+	h.tr.Script(r)
+	h.enqueue(contentJob())
+	h.drain()
+	recs := h.logs.find(string(codes.QueueJobCompleted))
+	if len(recs) != 1 {
+		t.Fatalf("%d completed records", len(recs))
+	}
+	a := recs[0].Attrs
+	if a["smtp_code"] != "250" || a["refused_recipients"] != "2" || a["deferred_recipients"] != "1" {
+		t.Errorf("attrs %v: want smtp_code 250, 2 refused, 1 deferred", a)
+	}
+	if _, ok := a["code"]; ok {
+		t.Errorf("the SMTP code is logged under code: %v", a)
+	}
+}
