@@ -111,15 +111,19 @@ type Receipt struct {
 	// Reason is the server's text or the error's, without any address.
 	Reason string
 	// RetryAfter is the least delay before a retry, when the server asked
-	// for one (an HTTP Retry-After); 0 when it did not.
+	// for one (an HTTP Retry-After), or the transport's choice for a rate
+	// limit whose server names none (mail/smtp: Config.RateLimitWait, 1
+	// minute by default); 0 otherwise.
 	RetryAfter time.Duration
 	// ProviderID is the id the server gave the message, when it gave one
 	// (the queue id in an SMTP 250 reply, a provider's message id).
 	ProviderID string
 	// Refused lists the recipients the server refused while it took the
-	// message for the others. When it refused every recipient (nothing was
-	// sent), it lists them all, and the receipt takes the category, code and
-	// reason of the first refusal.
+	// message for the others: a 5xx code refused it for good; a 4xx code, or
+	// 0 (no reply), means it was not sent, or may have been (0), and the
+	// queue does not send it again. When the send failed (nothing was sent),
+	// it lists the refusals met before the failure, and the receipt takes
+	// the category, code and reason of the one that decided it.
 	Refused []RefusedRecipient
 }
 
