@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/textproto"
 	"regexp"
+	"strings"
 	"syscall"
 
 	"github.com/alexify/mailer/mail"
@@ -46,7 +47,7 @@ func enhanced(text string) string {
 // Error: too many recipients from …") is not.
 func tooManyRecipients(code int, text string) bool {
 	enh := enhanced(text)
-	return code/100 == 4 && (enh == "4.5.3" || (code == 452 && enh == ""))
+	return code/100 == 4 && (enh == "4.5.3" || (code == 452 && enh == "" && strings.Contains(strings.ToLower(text), "too many recipients")))
 }
 
 // classify maps a reply code, with the enhanced status code that may open

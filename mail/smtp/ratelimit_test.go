@@ -186,3 +186,22 @@ func TestLaterTransactionRefused(t *testing.T) {
 		t.Errorf("messages %+v, want one to ada", got)
 	}
 }
+
+// TestLaterTransactionClosed checks that a 421 in a later transaction ends
+// it: the recipients it leaves are listed in Refused, and the connection is
+// not kept.
+func TestLaterTransactionClosed(t *testing.T) {
+	srv := smtptest.Start(t, smtptest.Script{MaxRecipients: 1, Rcpt: map[string]*gosmtp.SMTPError{
+		"bob@example.com": smtptest.Reply(421, "4.7.0", "Error: too many connections"),
+	}})
+	tr := transport(t, srv, nil)
+	r, err := tr.Send(context.Background(), message()) // ada, then bob alone
+	checkReceipt(t, r, err)
+	if r.Category != mail.Accepted || len(r.Refused) != 1 || r.Refused[0].Address != "bob@example.com" || r.Refused[0].Code != 421 {
+		t.Fatalf("got %+v, %v; want accepted for ada, bob refused with 421", r, err)
+	}
+	send(t, tr, "ada@example.com")
+	if n := srv.Sessions(); n != 2 {
+		t.Errorf("%d sessions, want a new one after the 421", n)
+	}
+}

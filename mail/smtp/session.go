@@ -238,6 +238,10 @@ func (tx *transactions) recipients(pending []string) (accepted, deferred []strin
 			// The server takes no more in this transaction: the rest go in
 			// the next one (RFC 5321 §4.5.3.1.10).
 			return accepted, pending[i:], te, nil
+		case te.Code == 421 && tx.sent:
+			// The server closes the channel: the rest of this transaction
+			// is not sent.
+			return nil, nil, nil, tx.abort(append(accepted, pending[i:]...), s.t.beforeEnd(s.ctx, "RCPT TO", err))
 		}
 		tx.refuse([]string{rcpt}, te.Code, mail.Redact(te.Msg))
 		if tx.first == nil {
