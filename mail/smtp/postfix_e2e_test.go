@@ -155,6 +155,13 @@ func TestPostfix(t *testing.T) {
 			}
 		}
 		got := deliveredBy(t, pf, n)
+		for _, d := range messages(t, pf) {
+			// Postfix's Received says ESMTPS (or UTF8SMTPS) for a session
+			// over TLS.
+			if !bytes.Contains(d.Data, []byte("SMTPS id ")) {
+				t.Errorf("%s was not received over TLS:\n%s", d.Name, d.Data[:min(len(d.Data), 400)])
+			}
+		}
 		for key, w := range want {
 			g, ok := got[key]
 			if !ok {
