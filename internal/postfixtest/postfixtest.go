@@ -60,8 +60,9 @@ type Server struct {
 	Dir string
 	// Port is its SMTP port on 127.0.0.1.
 	Port int
-	cmd  *exec.Cmd
-	done chan error
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when master has exited
+	waitErr error         // master's exit, once done is closed
 }
 
 // Start configures and starts a Postfix for t and stops it when t ends. It
@@ -80,9 +81,7 @@ func Start(t testing.TB, opts Options) *Server {
 		t.Fatalf("postfixtest: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := s.stop(); err != nil {
-			t.Errorf("postfixtest: stop: %v", err)
-		}
+		s.stop()
 		if t.Failed() {
 			t.Logf("postfix log:\n%s", s.Log())
 		}
@@ -130,7 +129,7 @@ func start(t testing.TB, opts Options) (*Server, error) {
 	// "postfix check" creates the queue's directories with their owners
 	// and modes.
 	if out, err := exec.Command(Binary, "-c", s.path("etc"), "check").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("postfix check: %v: %s%s", err, out, s.Log())
+		return nil, fmt.Errorf("postfix check: %w: %s%s", err, out, s.Log())
 	}
 	s.cmd = exec.Command(master, "-c", s.path("etc"), "-d")
 	s.cmd.Env = append(os.Environ(), "MAIL_CONFIG="+s.path("etc"))
@@ -140,10 +139,10 @@ func start(t testing.TB, opts Options) (*Server, error) {
 	if err := s.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start master: %w", err)
 	}
-	s.done = make(chan error, 1)
-	go func() { s.done <- s.cmd.Wait() }()
+	s.done = make(chan struct{})
+	go func() { s.waitErr = s.cmd.Wait(); close(s.done) }()
 	if err := s.waitListening(10 * time.Second); err != nil {
-		_ = s.stop()
+		s.stop()
 		return nil, fmt.Errorf("%w; master said: %s; log:\n%s", err, out.String(), s.Log())
 	}
 	return s, nil
@@ -302,9 +301,8 @@ func (s *Server) waitListening(limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
 		select {
-		case err := <-s.done:
-			s.done <- err
-			return fmt.Errorf("master exited: %v", err)
+		case <-s.done:
+			return fmt.Errorf("master exited: %w", s.waitErr)
 		default:
 		}
 		c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)), time.Second)
@@ -322,10 +320,11 @@ func (s *Server) waitListening(limit time.Duration) error {
 	return errors.New("smtpd did not greet within " + limit.String())
 }
 
-// stop stops master and its daemons (SIGTERM ends them all) and waits.
-func (s *Server) stop() error {
+// stop stops master and its daemons (SIGTERM ends them all) and waits; its
+// exit status, after SIGTERM, tells nothing.
+func (s *Server) stop() {
 	if s.cmd == nil || s.cmd.Process == nil {
-		return nil
+		return
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -337,7 +336,6 @@ func (s *Server) stop() error {
 	// master's children are in its process group; make sure none is left.
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 	s.cmd = nil
-	return nil
 }
 
 // Delivered is one message delivered to the Maildir: a copy for one

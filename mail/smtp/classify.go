@@ -138,7 +138,7 @@ func (t *Transport) reply(cat mail.Category, te *textproto.Error) (mail.Receipt,
 func (t *Transport) replyFailure(err error) (mail.Receipt, error) {
 	var te *textproto.Error
 	if !errors.As(err, &te) {
-		return fail(mail.Retryable, 0, describe(err), err)
+		return fail(mail.Retryable, describe(err), err)
 	}
 	return t.reply(classify(te.Code, te.Msg), te)
 }

@@ -60,7 +60,7 @@ func (t *Transport) dial(ctx context.Context) (*pooled, mail.Receipt, error) {
 	}
 	gc, err := t.client(d)
 	if err != nil {
-		r, err := fail(mail.Configuration, 0, "bad client settings: "+mail.Redact(err.Error()), err)
+		r, err := fail(mail.Configuration, "bad client settings: "+mail.Redact(err.Error()), err)
 		return nil, r, err
 	}
 	stop := context.AfterFunc(ctx, d.close)
@@ -167,7 +167,7 @@ func (c *trackedConn) Write(p []byte) (int, error) {
 // (mail.ErrUnavailable).
 func (t *Transport) setupFailure(ctx context.Context, err error) (mail.Receipt, error) {
 	if ctx.Err() != nil {
-		return fail(mail.Retryable, 0, "cancelled while connecting", ctx.Err())
+		return fail(mail.Retryable, "cancelled while connecting", ctx.Err())
 	}
 	var te *textproto.Error
 	if errors.As(err, &te) {
@@ -192,9 +192,9 @@ func (t *Transport) setupFailure(ctx context.Context, err error) (mail.Receipt, 
 	)
 	switch {
 	case strings.Contains(msg, "does not support STARTTLS"):
-		return fail(mail.Configuration, 0, "TLS is mandatory but the server does not offer STARTTLS", err)
+		return fail(mail.Configuration, "TLS is mandatory but the server does not offer STARTTLS", err)
 	case errors.As(err, &certErr), errors.As(err, &unknown), errors.As(err, &hostErr), errors.As(err, &invalidC):
-		return fail(mail.Configuration, 0, "the server's TLS certificate does not verify: "+mail.Redact(msg), err)
+		return fail(mail.Configuration, "the server's TLS certificate does not verify: "+mail.Redact(msg), err)
 	case strings.Contains(msg, "does not support SMTP AUTH"),
 		errors.Is(err, gomail.ErrNoSupportedAuthDiscovered),
 		errors.Is(err, gomail.ErrPlainAuthNotSupported),
@@ -204,7 +204,7 @@ func (t *Transport) setupFailure(ctx context.Context, err error) (mail.Receipt, 
 		errors.Is(err, gomail.ErrSCRAMSHA256AuthNotSupported),
 		errors.Is(err, gmsmtp.ErrUnencrypted),
 		errors.Is(err, gmsmtp.ErrWrongHostname):
-		return fail(mail.Configuration, 0, "no usable authentication: "+mail.Redact(msg), err)
+		return fail(mail.Configuration, "no usable authentication: "+mail.Redact(msg), err)
 	}
 	var he *handshakeError
 	if errors.As(err, &he) {

@@ -217,7 +217,7 @@ func TestPostfixRateLimits(t *testing.T) {
 	})
 	ctx := context.Background()
 	tr := postfixTransport(t, pf, roots, nil)
-	var cats []mail.Category
+	cats := make([]mail.Category, 0, 6)
 	var limited mail.Receipt
 	for i := range 6 {
 		msg := kinds()["text"]
@@ -343,7 +343,7 @@ func messageID(data []byte) string {
 }
 
 func keysOf(m map[string][]byte) []string {
-	var out []string
+	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)
 	}

@@ -119,7 +119,7 @@ func TestRecipientLimit(t *testing.T) {
 		t.Errorf("ProviderID = %q, want the ids of both transactions", r.ProviderID)
 	}
 	got := srv.Messages()
-	var to [][]string
+	to := make([][]string, 0, len(got))
 	for _, m := range got {
 		to = append(to, m.To)
 	}

@@ -84,7 +84,7 @@ func (s *session) fit(msg *mail.Message, p *payload) (result, bool) {
 		return result{}, true
 	}
 	if errors.Is(err, mail.ErrNeedsSMTPUTF8) {
-		r, err := fail(mail.Unsupported, 0, "a local part is not ASCII, and the server does not offer SMTPUTF8", err)
+		r, err := fail(mail.Unsupported, "a local part is not ASCII, and the server does not offer SMTPUTF8", err)
 		return resultOf(r, err, true), false
 	}
 	r, err := invalidMessage(err)
@@ -100,7 +100,7 @@ func (s *session) params(msg *mail.Message, p payload) ([]string, result, bool) 
 	if ok, arg := s.c.Extension("SIZE"); ok {
 		limit, err := strconv.ParseInt(strings.TrimSpace(arg), 10, 64)
 		if err == nil && limit > 0 && int64(len(p.data)) > limit {
-			r, err := fail(mail.Rejected, 0, "the message ("+strconv.Itoa(len(p.data))+" bytes) is larger than the server takes ("+strconv.FormatInt(limit, 10)+" bytes, EHLO SIZE)", nil)
+			r, err := fail(mail.Rejected, "the message ("+strconv.Itoa(len(p.data))+" bytes) is larger than the server takes ("+strconv.FormatInt(limit, 10)+" bytes, EHLO SIZE)", nil)
 			return nil, resultOf(r, err, true), false
 		}
 		params = append(params, "SIZE="+strconv.Itoa(len(p.data)))
@@ -363,16 +363,16 @@ func (t *Transport) beforeEnd(ctx context.Context, step string, err error) resul
 	var c *cancelled
 	switch {
 	case errors.As(err, &c):
-		r, err := fail(mail.Retryable, 0, c.Error(), c.err)
+		r, err := fail(mail.Retryable, c.Error(), c.err)
 		return resultOf(r, err, false)
 	case ctx.Err() != nil:
-		r, err := fail(mail.Retryable, 0, "cancelled at "+step, ctx.Err())
+		r, err := fail(mail.Retryable, "cancelled at "+step, ctx.Err())
 		return resultOf(r, err, false)
 	case errors.Is(err, errCRLF), strings.Contains(err.Error(), "must not contain CR or LF"):
-		r, err := fail(mail.Validation, 0, "an address contains CR or LF", err)
+		r, err := fail(mail.Validation, "an address contains CR or LF", err)
 		return resultOf(r, err, false)
 	}
-	r, err := fail(mail.Retryable, 0, step+": "+describe(err), err)
+	r, err := fail(mail.Retryable, step+": "+describe(err), err)
 	return resultOf(r, err, false)
 }
 
@@ -389,9 +389,9 @@ func (t *Transport) endFailure(ctx context.Context, d *trackedDialer, err error)
 		// taken the message.
 		return t.beforeEnd(ctx, "writing the end of the message", err)
 	case ctx.Err() != nil:
-		r, err := fail(mail.DeliveryUnknown, 0, "cancelled while waiting for the reply to the end of the message", ctx.Err())
+		r, err := fail(mail.DeliveryUnknown, "cancelled while waiting for the reply to the end of the message", ctx.Err())
 		return resultOf(r, err, false)
 	}
-	r, err := fail(mail.DeliveryUnknown, 0, "no reply to the end of the message: "+describe(err), err)
+	r, err := fail(mail.DeliveryUnknown, "no reply to the end of the message: "+describe(err), err)
 	return resultOf(r, err, false)
 }

@@ -364,14 +364,14 @@ func hasCRLF(s string) bool { return strings.ContainsAny(s, "\r\n") }
 // reply is a *textproto.Error whose Msg is redacted the same way.
 func (t *Transport) Send(ctx context.Context, msg *mail.Message) (mail.Receipt, error) {
 	if err := ctx.Err(); err != nil {
-		return fail(mail.Retryable, 0, "cancelled before connecting", err)
+		return fail(mail.Retryable, "cancelled before connecting", err)
 	}
 	p, err := payloadOf(msg)
 	if err != nil {
 		return invalidMessage(err)
 	}
 	if err := t.pool.acquire(ctx); err != nil {
-		return fail(mail.Retryable, 0, "cancelled while waiting for a free connection", err)
+		return fail(mail.Retryable, "cancelled while waiting for a free connection", err)
 	}
 	defer t.pool.release()
 
@@ -400,7 +400,7 @@ func (t *Transport) Send(ctx context.Context, msg *mail.Message) (mail.Receipt, 
 // reached), mail.RateLimited. Check does not use the pool.
 func (t *Transport) Check(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
-		_, err = fail(mail.Retryable, 0, "cancelled before connecting", err)
+		_, err = fail(mail.Retryable, "cancelled before connecting", err)
 		return err
 	}
 	c, _, err := t.dial(ctx)
@@ -425,11 +425,11 @@ func (t *Transport) Close() error {
 }
 
 // fail returns the receipt and the error of a failed send.
-func fail(cat mail.Category, code int, reason string, cause error) (mail.Receipt, error) {
-	r := mail.Receipt{Category: cat, Code: code, Reason: reason}
+func fail(cat mail.Category, reason string, cause error) (mail.Receipt, error) {
+	r := mail.Receipt{Category: cat, Reason: reason}
 	return r, &mail.Error{Receipt: r, Err: cause}
 }
 
 func invalidMessage(err error) (mail.Receipt, error) {
-	return fail(mail.Validation, 0, err.Error(), err)
+	return fail(mail.Validation, err.Error(), err)
 }
