@@ -107,3 +107,43 @@ func TestPostfixAnvilPausesTheQueue(t *testing.T) {
 		seen[d.Recipient] = true
 	}
 }
+
+// TestPostfixRecipientLimitThroughTheQueue sends a job of 8 recipients
+// through the queue to a Postfix that takes 5 a message
+// (smtpd_recipient_limit, "452 4.5.3 Error: too many recipients"): the job
+// is accepted on its first attempt and each recipient gets the message
+// once (RFC 5321 §4.5.3.1.10; issue 10, point 10).
+func TestPostfixRecipientLimitThroughTheQueue(t *testing.T) {
+	pf := postfixtest.Start(t, postfixtest.Options{Main: map[string]string{"smtpd_recipient_limit": "5"}})
+	st, err := smtp.New(smtp.Config{Host: "127.0.0.1", Port: pf.Port, TLS: smtp.TLSNone, HELO: "client.test", Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	h := newHarness(t, mailqueue.WorkerConfig{Transport: st}, memory.Options{}).start()
+	j := contentJob()
+	j.From = "Shop <shop@example.test>"
+	j.To = nil
+	for i := 1; i <= 8; i++ {
+		j.To = append(j.To, fmt.Sprintf("r%d@example.test", i))
+	}
+	id := h.enqueue(j)
+	h.drain()
+	h.check(id, outcome{mailqueue.JobAccepted, 1, ""})
+	got, err := pf.WaitMessages(8, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, d := range got {
+		seen[d.Recipient]++
+	}
+	for i := 1; i <= 8; i++ {
+		if n := seen[fmt.Sprintf("r%d@example.test", i)]; n != 1 {
+			t.Errorf("r%d got %d copies, want 1", i, n)
+		}
+	}
+	if len(got) != 8 {
+		t.Errorf("%d copies delivered, want 8", len(got))
+	}
+}

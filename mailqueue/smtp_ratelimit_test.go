@@ -2,6 +2,9 @@ package mailqueue_test
 
 import (
 	"testing"
+	"time"
+
+	gosmtp "github.com/emersion/go-smtp"
 
 	"github.com/alexify/mailer/drivers/memory"
 	"github.com/alexify/mailer/gen/codes"
@@ -65,5 +68,34 @@ func TestCompletedLogsSMTPCode(t *testing.T) {
 	}
 	if _, ok := a["code"]; ok {
 		t.Errorf("the SMTP code is logged under code: %v", a)
+	}
+}
+
+// TestSMTPTransientRecipientRetriesTheMessage checks, through the queue and
+// the kit's SMTP transport, that a 4xx on one recipient while another was
+// accepted neither drops it nor sends twice: nothing goes, the job is
+// retried, and once the server takes that recipient the message goes to
+// both, once.
+func TestSMTPTransientRecipientRetriesTheMessage(t *testing.T) {
+	srv := smtptest.Start(t, smtptest.Script{Rcpt: map[string]*gosmtp.SMTPError{
+		"bob@example.com": smtptest.Reply(450, "4.2.1", "Mailbox busy"),
+	}})
+	h := newHarness(t, mailqueue.WorkerConfig{Transport: smtpTransport(t, srv)}, memory.Options{}).start()
+	j := contentJob()
+	j.To = []string{"ada@example.com", "bob@example.com"}
+	id := h.enqueue(j)
+	h.drain()
+	h.check(id, outcome{mailqueue.JobQueued, 1, codes.QueueSendFailed})
+	if n := len(srv.Messages()); n != 0 {
+		t.Fatalf("%d messages arrived after the 450, want none", n)
+	}
+	srv.Update(func(s *smtptest.Script) { s.Rcpt = nil })
+	h.fc.Advance(time.Hour)
+	h.mq.Wake()
+	h.drain()
+	h.check(id, outcome{mailqueue.JobAccepted, 2, ""})
+	got := srv.Messages()
+	if len(got) != 1 || len(got[0].To) != 2 {
+		t.Fatalf("messages %+v, want one to ada and bob", got)
 	}
 }

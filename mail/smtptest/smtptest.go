@@ -267,14 +267,33 @@ func (s *Server) Close() error {
 
 // NewSession implements gosmtp.Backend.
 func (s *Server) NewSession(c *gosmtp.Conn) (gosmtp.Session, error) {
-	if s.script.Hello != nil {
-		return nil, s.script.Hello
+	if h := s.current().Hello; h != nil {
+		return nil, h
 	}
 	s.mu.Lock()
 	s.sessions++
 	s.conns[c] = struct{}{}
 	s.mu.Unlock()
 	return &session{s: s, conn: c}, nil
+}
+
+// current returns the script in force.
+func (s *Server) current() Script {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.script
+}
+
+// Update changes the script for the commands to come (the replies to MAIL
+// FROM, RCPT TO, the data, AUTH and EHLO), such as a server that refused a
+// recipient for now and takes it later. The listener's settings (TLS,
+// Greeting, SMTPUTF8, MaxRecipients, MaxSize) stay as they started. Give
+// f new maps rather than changing the old ones: a session may be reading
+// them.
+func (s *Server) Update(f func(*Script)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(&s.script)
 }
 
 // DropConnections closes every open connection without a word, as a server
@@ -303,7 +322,7 @@ type session struct {
 var _ gosmtp.AuthSession = (*session)(nil)
 
 func (ss *session) AuthMechanisms() []string {
-	if ss.s.script.Username == "" && ss.s.script.Auth == nil {
+	if ss.s.current().Username == "" && ss.s.current().Auth == nil {
 		return nil
 	}
 	return []string{sasl.Plain}
@@ -314,10 +333,10 @@ func (ss *session) Auth(mech string) (sasl.Server, error) {
 		return nil, gosmtp.ErrAuthUnknownMechanism
 	}
 	return sasl.NewPlainServer(func(identity, username, password string) error {
-		if r := ss.s.script.Auth; r != nil {
+		if r := ss.s.current().Auth; r != nil {
 			return r
 		}
-		if username != ss.s.script.Username || password != ss.s.script.Password {
+		if username != ss.s.current().Username || password != ss.s.current().Password {
 			return gosmtp.ErrAuthFailed
 		}
 		ss.authed = true
@@ -326,10 +345,10 @@ func (ss *session) Auth(mech string) (sasl.Server, error) {
 }
 
 func (ss *session) Mail(from string, opts *gosmtp.MailOptions) error {
-	if ss.s.script.Username != "" && !ss.authed {
+	if ss.s.current().Username != "" && !ss.authed {
 		return Reply(530, "5.7.0", "Authentication required")
 	}
-	if r := ss.s.script.Mail; r != nil {
+	if r := ss.s.current().Mail; r != nil {
 		return r
 	}
 	ss.from = from
@@ -342,7 +361,7 @@ func (ss *session) Mail(from string, opts *gosmtp.MailOptions) error {
 }
 
 func (ss *session) Rcpt(to string, _ *gosmtp.RcptOptions) error {
-	for addr, r := range ss.s.script.Rcpt {
+	for addr, r := range ss.s.current().Rcpt {
 		if strings.EqualFold(addr, to) && r != nil {
 			return r
 		}
@@ -357,7 +376,7 @@ func (ss *session) Data(r io.Reader) error {
 		return err
 	}
 	rec := Received{From: ss.from, To: append([]string(nil), ss.to...), Data: data, UTF8: ss.utf8, Size: ss.size, Body: ss.body}
-	sc := ss.s.script
+	sc := ss.s.current()
 	reply := sc.Data
 	if reply == nil && sc.AfterData == Answer {
 		rec.Accepted = true
