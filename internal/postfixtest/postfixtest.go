@@ -59,7 +59,7 @@ type Server struct {
 	// Maildir and log.
 	Dir string
 	// Port is its SMTP port on 127.0.0.1.
-	Port int
+	Port    int
 	cmd     *exec.Cmd
 	done    chan struct{} // closed when master has exited
 	waitErr error         // master's exit, once done is closed
