@@ -296,7 +296,8 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// waitListening waits for smtpd to greet on the port.
+// waitListening waits for smtpd to greet on the port. Its connections count
+// against smtpd_client_connection_rate_limit, as any other from 127.0.0.1.
 func (s *Server) waitListening(limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
