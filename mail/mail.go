@@ -14,20 +14,10 @@ package mail
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"strconv"
 	"time"
 )
-
-// ErrUnavailable is the cause (matched with errors.Is) of the error a
-// Transport.Send returns when nothing was sent because the transport could
-// not be reached: a connection refused, a DNS failure, a TLS handshake that
-// failed, a timeout before MAIL FROM, or the IdempotencyTransport's store
-// failing before the send. The queue's worker takes such an error as an
-// outage, not a failure of the message: it gives the job back without
-// spending its attempt and opens its circuit breaker after a run of them
-// (issue 10, point 1).
-var ErrUnavailable = errors.New("mail: the transport is unavailable: nothing was sent")
 
 // Checker is an optional interface of a Transport that can tell whether it
 // can send without sending anything (for SMTP: connect, EHLO, STARTTLS,
@@ -144,15 +134,19 @@ type Receipt struct {
 	// Reason is the server's text or the error's, without any address.
 	Reason string
 	// RetryAfter is the least delay before a retry, when the server asked
-	// for one (an HTTP Retry-After); 0 when it did not.
+	// for one (an HTTP Retry-After), or the transport's choice for a rate
+	// limit whose server names none (mail/smtp: Config.RateLimitWait, 1
+	// minute by default); 0 otherwise.
 	RetryAfter time.Duration
 	// ProviderID is the id the server gave the message, when it gave one
 	// (the queue id in an SMTP 250 reply, a provider's message id).
 	ProviderID string
 	// Refused lists the recipients the server refused while it took the
-	// message for the others. When it refused every recipient (nothing was
-	// sent), it lists them all, and the receipt takes the category, code and
-	// reason of the first refusal.
+	// message for the others: a 5xx code refused it for good; a 4xx code, or
+	// 0 (no reply), means it was not sent, or may have been (0), and the
+	// queue does not send it again. When the send failed (nothing was sent),
+	// it lists the refusals met before the failure, and the receipt takes
+	// the category, code and reason of the one that decided it.
 	Refused []RefusedRecipient
 }
 
@@ -199,3 +193,34 @@ func (e *Error) Error() string {
 
 // Unwrap returns the underlying cause.
 func (e *Error) Unwrap() error { return e.Err }
+
+// ErrUnavailable marks the failure of a send whose transport could not be
+// reached, so that nothing was sent: a connection refused, a host name that
+// does not resolve, a TLS handshake that fails, a timeout before MAIL FROM,
+// an idempotency store that does not answer. Such a send is an outage, not a
+// fault of the message: the queue gives the job back without spending its
+// attempt and may stop reserving until the transport answers again
+// (issue 10, point 1).
+//
+// The error a transport returns for such a send is an *Error of category
+// Retryable whose cause wraps ErrUnavailable, so that
+// errors.Is(err, ErrUnavailable) is true; make it with Unavailable. A
+// Retryable error without it (a 4xx reply, a connection lost during the
+// transaction) may be the message's own, and spends an attempt as before.
+// ErrUnavailable itself is an *Error of category Retryable, so a transport
+// may also return it as it is.
+var ErrUnavailable = &Error{Receipt: Receipt{Category: Retryable, Reason: "the transport is unavailable"}}
+
+// Unavailable returns the receipt and error of a send that failed because
+// the transport could not be reached (see ErrUnavailable): category
+// Retryable, code 0, the given reason (which must hold no address), and an
+// error for which errors.Is(err, ErrUnavailable) is true and which wraps
+// cause too (cause may be nil).
+func Unavailable(reason string, cause error) (Receipt, error) {
+	r := Receipt{Category: Retryable, Reason: reason}
+	wrapped := error(ErrUnavailable)
+	if cause != nil {
+		wrapped = fmt.Errorf("%w: %w", ErrUnavailable, cause)
+	}
+	return r, &Error{Receipt: r, Err: wrapped}
+}

@@ -176,7 +176,8 @@ func BenchmarkRenderBuildSend(b *testing.B) {
 }
 
 // BenchmarkRenderBuildSendSMTP is the same work with a real send: SMTP to a
-// go-smtp server on loopback, one connection per message.
+// go-smtp server on loopback, on the transport's pooled connection (RSET
+// between messages).
 func BenchmarkRenderBuildSendSMTP(b *testing.B) {
 	renderer, err := render.New(benchTemplates, render.Options{})
 	if err != nil {

@@ -46,3 +46,25 @@ func stats(t testing.TB, q mailqueue.Inspector) mailqueue.Stats {
 	}
 	return st
 }
+
+// allJobs returns every job the queue holds, state by state, through the
+// operations interface, failing the test on an error.
+func allJobs(t testing.TB, q mailqueue.Inspector) []mailqueue.JobRow {
+	t.Helper()
+	var rows []mailqueue.JobRow
+	for _, st := range []mailqueue.JobState{mailqueue.JobQueued, mailqueue.JobRunning, mailqueue.JobAccepted, mailqueue.JobFailed, mailqueue.JobDeliveryUnknown} {
+		p := mailqueue.JobsParams{State: st}
+		for {
+			page, err := q.Jobs(context.Background(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows = append(rows, page.Rows...)
+			if page.Next == "" {
+				break
+			}
+			p.Cursor = page.Next
+		}
+	}
+	return rows
+}

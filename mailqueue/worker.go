@@ -60,6 +60,13 @@ const (
 	DecideFail Decision = "fail"
 	// DecideDeliveryUnknown fails it as of unknown delivery.
 	DecideDeliveryUnknown Decision = "delivery_unknown"
+	// DecideRateLimited takes it as a rate limit (queue.rate_limited), as
+	// for a mail.RateLimited receipt: under RateLimitScope queue or tenant
+	// it pauses them and gives the job back without spending its attempt,
+	// for the receipt's RetryAfter (BackoffBase when it has none). For a
+	// reply the transport does not know as a throttle, such as a provider's
+	// own wording.
+	DecideRateLimited Decision = "rate_limited"
 )
 
 // ResolveInfo is what a ResolveAttachment hook is told of the attachment to
@@ -101,7 +108,8 @@ type WorkerConfig struct {
 	// Redelivered is the redelivery policy (RedeliveredSend).
 	Redelivered RedeliveredPolicy
 	// Classify, when set, decides from the receipt in place of the rules;
-	// DecideByRules leaves it to them.
+	// DecideByRules leaves it to them, and DecideRateLimited makes it a rate
+	// limit.
 	Classify func(receipt mail.Receipt, job *jobv1.Job) Decision
 	// CheckJob, when set, may refuse a job for good by returning an error
 	// (queue.refused); it runs before the render.
@@ -477,6 +485,8 @@ func (w *Worker) settle(ctx context.Context, r *run, receipt mail.Receipt, err e
 			return w.fail(ctx, r, codes.QueueMessageRefused, codes.StateFailed, reasonOf(receipt))
 		case DecideDeliveryUnknown:
 			return w.fail(ctx, r, codes.DeliveryUnknown, codes.StateDeliveryUnknown, reasonOf(receipt))
+		case DecideRateLimited:
+			return w.rateLimited(ctx, r, receipt)
 		}
 	}
 	return w.settleCategory(ctx, r, receipt)
@@ -520,9 +530,11 @@ func (w *Worker) settleCategory(ctx context.Context, r *run, receipt mail.Receip
 			return Outcome{Action: Ack}
 		}
 		// A partial refusal: the accepted recipients got the message (the
-		// transport's documented rule); say how many did not, never who.
-		// The server's reply code is smtp_code: code is always the kit's.
-		w.log.Info(string(codes.QueueJobCompleted), "job_id", r.lease.ID, "attempt", r.lease.Attempt, "smtp_code", receipt.Code, "refused_recipients", len(receipt.Refused))
+		// transport's documented rule); say how many did not, never who, and
+		// how many of those were refused for now only (a 4xx, or no reply:
+		// not retried). The server's reply code is smtp_code: code is the
+		// kit's own code in every record.
+		w.log.Info(string(codes.QueueJobCompleted), "job_id", r.lease.ID, "attempt", r.lease.Attempt, "smtp_code", receipt.Code, "refused_recipients", len(receipt.Refused), "deferred_recipients", deferredRecipients(receipt))
 		_ = w.audit(ctx, r, AuditAccepted, "", "") // a failure is logged and warned by audit; only "submitted" stops a run
 		return Outcome{Action: Ack}
 	case mail.DeliveryUnknown:
@@ -555,6 +567,18 @@ func (w *Worker) outage(ctx context.Context, r *run, reason string) Outcome {
 func (w *Worker) unreadableOutcome(ctx context.Context, r *run, code codes.Code, reason string) Outcome {
 	out, _ := w.unreadable(ctx, r, code, reason)
 	return out
+}
+
+// deferredRecipients counts the recipients a server refused for now only (a
+// 4xx) or that had no reply, while the message went to the others.
+func deferredRecipients(rc mail.Receipt) int {
+	n := 0
+	for _, r := range rc.Refused {
+		if r.Code < 500 {
+			n++
+		}
+	}
+	return n
 }
 
 func reasonOf(rc mail.Receipt) string {

@@ -1,27 +1,50 @@
-// Package smtp is a mail.Transport that sends over SMTP with
-// github.com/wneessen/go-mail.
+// Package smtp is a mail.Transport that sends over SMTP, with the session
+// set up (greeting, EHLO, STARTTLS, AUTH) by github.com/wneessen/go-mail and
+// the mail transaction driven here.
 //
 // # Connections
 //
-// Each Send dials a connection of its own (go-mail's Client dials, says
-// EHLO, starts TLS and authenticates), runs one mail transaction on it and
-// closes it with QUIT, or drops it after a failure. There is no connection
-// pool: a Transport is safe for concurrent use, each Send on its own
-// connection. So nothing of one send reaches the next: a 501 on one
-// recipient, a 421, a timeout or a half-read reply leaves no state behind on
-// a connection that a later job would reuse
-// (TestSendAfterRefusalOnSameTransport sends in a row after a 501).
+// A Transport keeps a pool of connections: at most Config.MaxConnections
+// open at once (busy and idle together), a Send waiting for one when all are
+// busy. A connection that ended its last transaction cleanly (a reply was
+// read to every command) goes back to the pool and is reused by the next
+// Send after an RSET, which also tells that the server still has it; a
+// connection that fails its RSET is closed and another is dialed, as nothing
+// was sent on it. A connection is closed instead of kept after a 421 (the
+// server closes the channel), after any failure without a reply (a timeout,
+// a lost connection, a cancelled context), after Config.MaxMessages
+// messages, and once it has been idle for Config.IdleTimeout. So nothing of
+// one send reaches the next: a 501 on one recipient or a half-done
+// transaction is reset, and a half-read reply never stays on a pooled
+// connection. Close ends the idle connections.
+//
+// # TLS
+//
+// STARTTLS is required by default (TLSMandatory, the zero value): a server
+// that does not offer it gets nothing, and the receipt is
+// mail.Configuration. TLSOpportunistic, only when set, goes on in clear when
+// the server does not offer STARTTLS, and so may send the credentials and
+// the message in clear to anyone who can strip STARTTLS from the reply to
+// EHLO. TLSImplicit (port 465, RFC 8314) starts TLS before the greeting;
+// port 465 under the default policy is implicit TLS too. TLSNone never
+// starts TLS: for loopback servers in tests and demos. A TLSConfig without
+// ServerName checks the certificate against Host.
 //
 // # Addresses
 //
 // After EHLO, Send looks at the server's extensions. A server that offers
-// SMTPUTF8 (RFC 6531) gets the message as it is, addresses in UTF-8 and
-// "SMTPUTF8" on MAIL FROM. Any other server gets mail.Message.ASCII of it:
-// the domains of internationalized addresses in A-labels (punycode), in the
-// envelope and in the header alike. A local part that is not ASCII has no
-// such form: without SMTPUTF8 that message is mail.Unsupported (failed for
-// good, never retried), and nothing is sent. Display names that are not
-// ASCII are always RFC 2047-encoded (mail.Build).
+// SMTPUTF8 (RFC 6531) gets a message that needs it as it is, addresses in
+// UTF-8 and "SMTPUTF8" on MAIL FROM. Any other server gets
+// mail.Message.ASCII of it: the domains of internationalized addresses in
+// A-labels (punycode), in the envelope and in the header alike. A local part
+// that is not ASCII has no such form: without SMTPUTF8 that message is
+// mail.Unsupported (failed for good, never retried), and nothing is sent.
+// Display names that are not ASCII are always RFC 2047-encoded
+// (mail.Build). MAIL FROM carries SMTPUTF8 and BODY=8BITMIME only when the
+// message needs them (an address in UTF-8; a byte above 127 in the data) and
+// the server offers them, and SIZE= (RFC 1870) whenever the server offers
+// SIZE; a message larger than the server's SIZE limit is refused
+// (mail.Rejected) before MAIL FROM, so its data is never sent.
 //
 // # Outcomes
 //
@@ -30,83 +53,124 @@
 // been written to the server, a send without a reply (a timeout, a lost
 // connection, a cancelled context) is mail.DeliveryUnknown, never
 // mail.Retryable, as the server may have taken the message. Before that, any
-// failure is mail.Retryable: the server cannot have taken it.
+// failure is mail.Retryable (or another category that is not sent): the
+// server cannot have taken it. A failure to reach the server at all (the
+// connection refused, a name that does not resolve, a failed TLS handshake,
+// a timeout or a lost connection before MAIL FROM) is also marked with
+// mail.ErrUnavailable, so that the queue spends no attempt on an outage.
+// Throttling replies are mail.RateLimited (see Send).
 //
 // # Recipients
 //
 // The transaction is driven here, over go-mail's SMTP client, rather than
 // with go-mail's Client.Send: that one (sendSingleMsg in v0.8.1) sends RSET
 // and gives up the whole message as soon as one RCPT TO is refused, and it
-// does not tell whether the final "." was written. Here, when the server
-// refuses some recipients and accepts others, the message goes to the
-// accepted ones and the receipt is mail.Accepted, with Receipt.Refused
-// listing each refused recipient with its code (a 4xx one included: it is
-// not retried). When every recipient is refused, nothing is sent and the
-// receipt takes the category, code and reason of the first refusal, with
-// Refused listing them all.
+// does not tell whether the final "." was written. The rules, which never
+// drop a recipient silently and never send to one twice:
+//
+//   - a recipient refused with a 5xx is refused for good: the message goes to
+//     the others, and Receipt.Refused lists it with its code;
+//   - "too many recipients" (452, or the enhanced code 4.5.3: a limit of the
+//     server on one transaction, RFC 5321 §4.5.3.1.10) defers the rest to
+//     another transaction on the same connection, once the message has gone
+//     to the accepted ones, and so on while each transaction takes at least
+//     one recipient;
+//   - any other 4xx on a recipient (a throttle, a mailbox busy) while nothing
+//     has been sent yet resets the transaction: nothing is sent, and the
+//     receipt takes the category, code and reason of that reply, so the queue
+//     retries the whole message later, every recipient with it;
+//   - a recipient that still cannot be sent once the message has gone to
+//     others (its later transaction refused or failed) is listed in
+//     Receipt.Refused with the reply's code (a 4xx code: it was not sent, and
+//     the queue does not retry it), or code 0 when the end of that
+//     transaction's data had no reply (it may have gone);
+//   - when every recipient is refused, nothing is sent and the receipt takes
+//     the category, code and reason of the first refusal, with Refused
+//     listing them all.
 package smtp
 
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/textproto"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
+	"github.com/alexify/mailer/clock"
 	"github.com/alexify/mailer/mail"
-	gomail "github.com/wneessen/go-mail"
-	gmsmtp "github.com/wneessen/go-mail/smtp"
 )
 
-// TLSPolicy tells whether a connection must, may or must not use STARTTLS.
+// TLSPolicy tells whether and how a connection uses TLS.
 type TLSPolicy int
 
 const (
+	// TLSMandatory starts TLS with STARTTLS and refuses to send in clear: a
+	// server that does not offer STARTTLS gives a mail.Configuration receipt.
+	// The default (the zero value). On port 465 it means TLSImplicit.
+	TLSMandatory TLSPolicy = iota
 	// TLSOpportunistic starts TLS when the server offers STARTTLS and goes
-	// on in clear when it does not. The default (the zero value).
-	TLSOpportunistic TLSPolicy = iota
-	// TLSMandatory starts TLS and refuses to send in clear: a server that
-	// does not offer STARTTLS gives a mail.Configuration receipt.
-	TLSMandatory
-	// TLSNone never starts TLS.
+	// on in clear when it does not. Only when set: an attacker on the path
+	// can strip STARTTLS and read the credentials and the message.
+	TLSOpportunistic
+	// TLSNone never starts TLS: for a server on loopback (tests, demos).
 	TLSNone
+	// TLSImplicit starts TLS right after the TCP connection, before the
+	// greeting (port 465, "submissions", RFC 8314 §3.3).
+	TLSImplicit
 )
 
 // String returns the policy's name.
 func (p TLSPolicy) String() string {
 	switch p {
-	case TLSOpportunistic:
-		return "opportunistic"
 	case TLSMandatory:
 		return "mandatory"
+	case TLSOpportunistic:
+		return "opportunistic"
 	case TLSNone:
 		return "none"
+	case TLSImplicit:
+		return "implicit"
 	}
 	return "TLSPolicy(" + strconv.Itoa(int(p)) + ")"
 }
 
-// DefaultTimeout is the Timeout of a Config that gives none.
-const DefaultTimeout = 30 * time.Second
-
-// DefaultPort is the Port of a Config that gives none (submission).
-const DefaultPort = 587
+// The defaults a zero field of Config takes.
+const (
+	// DefaultTimeout is the Timeout of a Config that gives none.
+	DefaultTimeout = 30 * time.Second
+	// DefaultPort is the Port of a Config that gives none (submission);
+	// under TLSImplicit it is ImplicitTLSPort.
+	DefaultPort = 587
+	// ImplicitTLSPort is the port of submission over implicit TLS
+	// ("submissions", RFC 8314 §7.3), the default under TLSImplicit.
+	ImplicitTLSPort = 465
+	// DefaultMaxConnections is the MaxConnections of a Config that gives
+	// none: few enough for a provider's limit per client (Postfix allows 50
+	// by default), enough for a worker of a few concurrent jobs.
+	DefaultMaxConnections = 4
+	// DefaultIdleTimeout is the IdleTimeout of a Config that gives none:
+	// well below the 5 minutes a server waits for a command (RFC 5321
+	// §4.5.3.2.7), so a pooled connection is seldom found closed.
+	DefaultIdleTimeout = 30 * time.Second
+	// DefaultMaxMessages is the MaxMessages of a Config that gives none.
+	DefaultMaxMessages = 100
+	// DefaultRateLimitWait is the RetryAfter of a mail.RateLimited receipt:
+	// an SMTP server never says how long to wait, and the rate limits of a
+	// server (Postfix's anvil, the providers' per-minute quotas) count per
+	// minute.
+	DefaultRateLimitWait = time.Minute
+)
 
 // Config sets up a Transport.
 type Config struct {
 	// Host is the server's host name or IP address. Required. It is also
 	// the name the server's certificate is checked against, unless
-	// TLSConfig says otherwise.
+	// TLSConfig.ServerName says otherwise.
 	Host string
-	// Port is the server's TCP port; 0 means DefaultPort (587).
+	// Port is the server's TCP port; 0 means DefaultPort (587), or
+	// ImplicitTLSPort (465) under TLSImplicit.
 	Port int
 	// Username and Password are the credentials; with an empty Username the
 	// transport does not authenticate. The mechanism is the first the server
@@ -114,174 +178,164 @@ type Config struct {
 	// and LOGIN are used only over TLS or to a loopback host (localhost,
 	// 127.0.0.1, ::1).
 	Username, Password string
-	// TLS is the STARTTLS policy; the zero value is TLSOpportunistic.
-	// Implicit TLS (port 465) is not supported yet.
+	// TLS is the TLS policy; the zero value is TLSMandatory (STARTTLS
+	// required).
 	TLS TLSPolicy
 	// TLSConfig configures TLS; nil means the system roots, ServerName Host
-	// and TLS 1.2 at least.
+	// and TLS 1.2 at least. A config without ServerName gets Host as its
+	// ServerName (a config with only a custom CA, RootCAs, checks the
+	// certificate against Host).
 	TLSConfig *tls.Config
 	// HELO is the name given in EHLO; empty means the host name of the
 	// machine.
 	HELO string
 	// Timeout bounds the dial, and then each step of the session (the
-	// greeting to the authentication, MAIL FROM, each RCPT TO, DATA, the
-	// writing of the message, the wait for the reply to its end) anew; 0
+	// greeting to the authentication, RSET, MAIL FROM, each RCPT TO, DATA,
+	// the writing of the message, the wait for the reply to its end) anew; 0
 	// means DefaultTimeout (30s). The context given to Send bounds the
-	// whole send besides.
+	// whole send besides, the wait for a free connection included.
 	Timeout time.Duration
+	// MaxConnections is the most connections open at once, busy and idle
+	// together; 0 means DefaultMaxConnections (4). A Send waits for a free
+	// one, as long as its context allows.
+	MaxConnections int
+	// IdleTimeout is how long an idle connection is kept for the next Send;
+	// 0 means DefaultIdleTimeout (30s).
+	IdleTimeout time.Duration
+	// MaxMessages is the most messages sent on one connection before it is
+	// closed with QUIT; 0 means DefaultMaxMessages (100), 1 a connection per
+	// message.
+	MaxMessages int
+	// RateLimitWait is the RetryAfter of a mail.RateLimited receipt; 0 means
+	// DefaultRateLimitWait (1 minute).
+	RateLimitWait time.Duration
+	// Clock tells the time of the idle timeout; nil means the wall clock.
+	Clock clock.Clock
 }
 
 // Transport sends messages over SMTP. It implements mail.Transport and is
 // safe for concurrent use.
 type Transport struct {
-	cfg Config
+	cfg       Config
+	implicit  bool
+	tlsConfig *tls.Config
+	clock     clock.Clock
+	pool      *pool
 }
 
 var _ mail.Transport = (*Transport)(nil)
 
 // New checks cfg, fills in its defaults and returns a Transport. It does not
-// connect. It fails when Host is empty, Port or Timeout is out of range or
-// TLS is not one of the policies.
+// connect (Check does). It fails when Host is empty, Port, Timeout,
+// MaxConnections, IdleTimeout, MaxMessages or RateLimitWait is out of range
+// or TLS is not one of the policies.
 func New(cfg Config) (*Transport, error) {
+	if err := defaults(&cfg); err != nil {
+		return nil, err
+	}
+	t := &Transport{cfg: cfg, clock: cfg.Clock}
+	if t.clock == nil {
+		t.clock = clock.Real()
+	}
+	t.implicit = cfg.TLS == TLSImplicit || (cfg.TLS == TLSMandatory && cfg.Port == ImplicitTLSPort)
+	if cfg.TLSConfig != nil {
+		t.tlsConfig = cfg.TLSConfig.Clone()
+	} else {
+		t.tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	if t.tlsConfig.ServerName == "" {
+		t.tlsConfig.ServerName = cfg.Host
+	}
+	t.pool = newPool(cfg.MaxConnections, cfg.Clock == nil)
+	return t, nil
+}
+
+// defaults fills in the zero fields of cfg and checks it.
+func defaults(cfg *Config) error {
 	if cfg.Host == "" {
-		return nil, errors.New("smtp: Config.Host is required")
+		return errors.New("smtp: Config.Host is required")
+	}
+	if cfg.TLS < TLSMandatory || cfg.TLS > TLSImplicit {
+		return fmt.Errorf("smtp: unknown %v", cfg.TLS)
 	}
 	if cfg.Port == 0 {
 		cfg.Port = DefaultPort
+		if cfg.TLS == TLSImplicit {
+			cfg.Port = ImplicitTLSPort
+		}
 	}
 	if cfg.Port < 1 || cfg.Port > 65535 {
-		return nil, fmt.Errorf("smtp: Config.Port %d out of range", cfg.Port)
+		return fmt.Errorf("smtp: Config.Port %d out of range", cfg.Port)
 	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
+	for _, f := range []struct {
+		name string
+		d    *time.Duration
+		def  time.Duration
+	}{
+		{"Timeout", &cfg.Timeout, DefaultTimeout},
+		{"IdleTimeout", &cfg.IdleTimeout, DefaultIdleTimeout},
+		{"RateLimitWait", &cfg.RateLimitWait, DefaultRateLimitWait},
+	} {
+		if *f.d == 0 {
+			*f.d = f.def
+		}
+		if *f.d < 0 {
+			return fmt.Errorf("smtp: Config.%s is negative", f.name)
+		}
 	}
-	if cfg.Timeout < 0 {
-		return nil, errors.New("smtp: Config.Timeout is negative")
-	}
-	if cfg.TLS < TLSOpportunistic || cfg.TLS > TLSNone {
-		return nil, fmt.Errorf("smtp: unknown %v", cfg.TLS)
+	for _, f := range []struct {
+		name string
+		n    *int
+		def  int
+	}{
+		{"MaxConnections", &cfg.MaxConnections, DefaultMaxConnections},
+		{"MaxMessages", &cfg.MaxMessages, DefaultMaxMessages},
+	} {
+		if *f.n == 0 {
+			*f.n = f.def
+		}
+		if *f.n < 0 {
+			return fmt.Errorf("smtp: Config.%s is negative", f.name)
+		}
 	}
 	if hasCRLF(cfg.HELO) || hasCRLF(cfg.Host) {
-		return nil, errors.New("smtp: Config.Host or HELO contains CR or LF")
+		return errors.New("smtp: Config.Host or HELO contains CR or LF")
 	}
-	if cfg.TLSConfig != nil {
-		cfg.TLSConfig = cfg.TLSConfig.Clone()
-	}
-	return &Transport{cfg: cfg}, nil
+	return nil
 }
 
 func hasCRLF(s string) bool { return strings.ContainsAny(s, "\r\n") }
 
-// client makes the go-mail client of one send. A client per send, as go-mail
-// changes its auth settings while it dials (opportunistic auth).
-func (t *Transport) client(conn *trackedDialer) (*gomail.Client, error) {
-	opts := []gomail.Option{
-		gomail.WithPort(t.cfg.Port),
-		gomail.WithTimeout(t.cfg.Timeout),
-		gomail.WithDialContextFunc(conn.dial),
-		gomail.WithTLSPolicy(map[TLSPolicy]gomail.TLSPolicy{
-			TLSOpportunistic: gomail.TLSOpportunistic,
-			TLSMandatory:     gomail.TLSMandatory,
-			TLSNone:          gomail.NoTLS,
-		}[t.cfg.TLS]),
-	}
-	if t.cfg.TLSConfig != nil {
-		opts = append(opts, gomail.WithTLSConfig(t.cfg.TLSConfig.Clone()))
-	}
-	if t.cfg.HELO != "" {
-		opts = append(opts, gomail.WithHELO(t.cfg.HELO))
-	}
-	if t.cfg.Username != "" {
-		opts = append(opts,
-			gomail.WithUsername(t.cfg.Username),
-			gomail.WithPassword(t.cfg.Password),
-			gomail.WithOpportunisticSMTPAuth(
-				gomail.SMTPAuthSCRAMSHA256, gomail.SMTPAuthSCRAMSHA1, gomail.SMTPAuthCramMD5,
-				gomail.SMTPAuthPlain, gomail.SMTPAuthLogin,
-			))
-	}
-	return gomail.NewClient(t.cfg.Host, opts...)
-}
-
-// trackedDialer dials the connection of one send and keeps it, so that a
-// cancelled context can close it and a failed write can be told.
-type trackedDialer struct {
-	mu        sync.Mutex
-	conn      net.Conn
-	closed    bool
-	writeFail bool
-}
-
-func (d *trackedDialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	var nd net.Dialer
-	c, err := nd.DialContext(ctx, network, addr)
-	if err != nil {
-		return nil, err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		_ = c.Close()
-		return nil, net.ErrClosed
-	}
-	d.conn = c
-	return &trackedConn{Conn: c, d: d}, nil
-}
-
-// close closes the connection, now and for one dialed later.
-func (d *trackedDialer) close() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.closed = true
-	if d.conn != nil {
-		_ = d.conn.Close()
-	}
-}
-
-// resetWriteFail forgets the failed writes so far.
-func (d *trackedDialer) resetWriteFail() {
-	d.mu.Lock()
-	d.writeFail = false
-	d.mu.Unlock()
-}
-
-// writeFailed tells whether a write failed since resetWriteFail.
-func (d *trackedDialer) writeFailed() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.writeFail
-}
-
-type trackedConn struct {
-	net.Conn
-	d *trackedDialer
-}
-
-// Write records a failure: a write that fails did not hand its last bytes
-// to the network.
-func (c *trackedConn) Write(p []byte) (int, error) {
-	n, err := c.Conn.Write(p)
-	if err != nil {
-		c.d.mu.Lock()
-		c.d.writeFail = true
-		c.d.mu.Unlock()
-	}
-	return n, err
-}
-
-// Send sends msg in one SMTP session and returns its receipt; the error is
-// nil exactly when the receipt is mail.Accepted, and is otherwise a
-// *mail.Error with the same receipt and the cause. Send does not retry.
+// Send sends msg and returns its receipt; the error is nil exactly when the
+// receipt is mail.Accepted, and is otherwise a *mail.Error with the same
+// receipt and the cause. Send does not retry what may have been sent; it
+// dials again only when a pooled connection fails its RSET (nothing was
+// sent on it), and sends the recipients a server deferred with "too many
+// recipients" in a transaction of their own (see the package
+// documentation).
 //
 // The categories:
 //
 //   - a 250 reply to the end of the data: Accepted, Code 250, ProviderID the
 //     server's text after the code and the enhanced status code (such as
-//     "Ok: queued as 4F2B31C0A4"), Refused the recipients refused (see the
-//     package documentation);
-//   - a 4xx reply at any step: Retryable;
+//     "Ok: queued as 4F2B31C0A4"; the texts of each transaction joined by
+//     "; " when the recipients took more than one), Refused the recipients
+//     refused (see the package documentation);
+//   - a 421 at any step, or a 4xx whose enhanced status code is 4.7.28, or
+//     451 with 4.7.1, or any 4xx whose text speaks of a rate, of too many or
+//     too much, of throttling or of slowing down (Postfix's "450 4.7.1
+//     Error: too much mail from …" to MAIL FROM, "450 4.7.1 Error: too many
+//     recipients from …" to RCPT TO, "421 4.7.0 … too many connections from
+//     …" in place of the greeting): RateLimited, RetryAfter
+//     Config.RateLimitWait (1 minute by default);
+//   - any other 4xx reply: Retryable; before MAIL FROM (the greeting, EHLO,
+//     STARTTLS, AUTH) marked with mail.ErrUnavailable as well;
 //   - 530, 534, 535, 538 (or the enhanced codes 5.7.8, 5.7.9, 5.7.11) at any
 //     step: Auth;
+//   - a 5xx that refuses relaying or access to this client or sender
+//     ("Relay access denied", "Relaying denied", "Client host rejected", a
+//     sender refused with "Access denied"): Configuration, the operator's to
+//     fix (an unauthenticated or unknown sender), not the message's;
 //   - 500, 501, 555 at MAIL, RCPT or DATA: Validation; 5.6.7 (SMTPUTF8
 //     needed): Unsupported; any other 5xx at MAIL, RCPT, DATA or at the end
 //     of the data: Rejected;
@@ -292,9 +346,15 @@ func (c *trackedConn) Write(p []byte) (int, error) {
 //   - an address whose local part is not ASCII to a server that does not
 //     offer SMTPUTF8 (mail.ErrNeedsSMTPUTF8): Unsupported, Code 0, before
 //     MAIL FROM;
-//   - a refused or failed dial, a lost connection or a timeout before the
-//     final "." was written, and a context cancelled before then: Retryable
-//     (the cause is ctx.Err() when the context ended);
+//   - a message larger than the SIZE the server announced: Rejected, Code 0,
+//     before MAIL FROM;
+//   - a refused or failed dial, a name that does not resolve, a failed TLS
+//     handshake, a lost connection or a timeout before MAIL FROM: Retryable,
+//     marked with mail.ErrUnavailable (errors.Is(err, mail.ErrUnavailable));
+//   - a lost connection or a timeout after MAIL FROM and before the final
+//     "." was written, and a context cancelled before then (the wait for a
+//     connection included): Retryable (the cause is ctx.Err() when the
+//     context ended);
 //   - no reply to the end of the data (a timeout, a lost connection, a
 //     context cancelled while waiting), or a reply that cannot be read:
 //     DeliveryUnknown.
@@ -304,347 +364,72 @@ func (c *trackedConn) Write(p []byte) (int, error) {
 // reply is a *textproto.Error whose Msg is redacted the same way.
 func (t *Transport) Send(ctx context.Context, msg *mail.Message) (mail.Receipt, error) {
 	if err := ctx.Err(); err != nil {
-		return fail(mail.Retryable, 0, "cancelled before connecting", err)
+		return fail(mail.Retryable, "cancelled before connecting", err)
 	}
 	p, err := payloadOf(msg)
 	if err != nil {
 		return invalidMessage(err)
 	}
+	if err := t.pool.acquire(ctx); err != nil {
+		return fail(mail.Retryable, "cancelled while waiting for a free connection", err)
+	}
+	defer t.pool.release()
 
-	d := &trackedDialer{}
-	defer d.close()
-	stop := context.AfterFunc(ctx, d.close)
+	c, r, err := t.conn(ctx)
+	if c == nil {
+		return r, err
+	}
+	stop := context.AfterFunc(ctx, c.d.close)
+	s := &session{t: t, ctx: ctx, c: c.c, d: c.d}
+	res := s.send(msg, p)
+	if !stop() || ctx.Err() != nil {
+		res.keep = false
+	}
+	t.put(c, res.keep)
+	return res.receipt, res.err
+}
+
+// Check connects to the server, says EHLO, starts TLS and authenticates as a
+// Send would, then says QUIT: a worker runs it at start, so that a wrong
+// password, a certificate that does not verify or a server that cannot be
+// reached is an error at once rather than a delay on every job. It returns
+// nil when all went well, and otherwise a *mail.Error whose receipt tells
+// what failed, as for Send: mail.Auth (credentials refused),
+// mail.Configuration (TLS, no usable mechanism, a refusal of this client),
+// mail.Retryable marked with mail.ErrUnavailable (the server cannot be
+// reached), mail.RateLimited. Check does not use the pool.
+func (t *Transport) Check(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		_, err = fail(mail.Retryable, "cancelled before connecting", err)
+		return err
+	}
+	c, _, err := t.dial(ctx)
+	if c == nil {
+		return err
+	}
+	defer c.d.close()
+	stop := context.AfterFunc(ctx, c.d.close)
 	defer stop()
-
-	gc, err := t.client(d)
-	if err != nil {
-		return fail(mail.Configuration, 0, "bad client settings: "+mail.Redact(err.Error()), err)
-	}
-	c, err := gc.DialToSMTPClientWithContext(ctx)
-	if err != nil {
-		return t.setupFailure(ctx, err)
-	}
-	s := &session{t: t, ctx: ctx, c: c, d: d}
-	if e := s.fit(msg, &p); e != nil {
-		return e.receipt, e.err
-	}
-	return s.transaction(p)
+	// The session was set up: QUIT is a courtesy whose failure changes
+	// nothing.
+	_ = c.c.UpdateDeadline(min(t.cfg.Timeout, 5*time.Second))
+	_ = c.c.Quit()
+	return nil
 }
 
-// payload is what a send writes: the message's bytes and its envelope.
-type payload struct {
-	data  []byte
-	from  string
-	rcpts []string
+// Close says QUIT on the idle connections and closes them. A Send after
+// Close works, on a connection of its own that it closes at its end.
+func (t *Transport) Close() error {
+	t.closePool()
+	return nil
 }
 
-// payloadOf builds the message and its envelope; the errors wrap
-// mail.ErrInvalidMessage.
-func payloadOf(msg *mail.Message) (payload, error) {
-	data, err := msg.Bytes()
-	if err != nil {
-		return payload{}, err
-	}
-	from, rcpts, err := msg.Envelope()
-	if err != nil {
-		return payload{}, err
-	}
-	return payload{data: data, from: from, rcpts: rcpts}, nil
-}
-
-// ended is how a send ended before its last step: its receipt and error.
-type ended struct {
-	receipt mail.Receipt
-	err     error
-}
-
-func endWith(r mail.Receipt, err error) *ended { return &ended{receipt: r, err: err} }
-
-// session is one send on its connection, from the end of the dial.
-type session struct {
-	t   *Transport
-	ctx context.Context
-	c   *gmsmtp.Client
-	d   *trackedDialer
-}
-
-// fit gives a server that does not offer SMTPUTF8 the message of
-// mail.Message.ASCII, when the message needs it: addresses in UTF-8 go only
-// to a server that offers SMTPUTF8. A message that has no ASCII form ends
-// the send, before MAIL FROM.
-func (s *session) fit(msg *mail.Message, p *payload) *ended {
-	if ok, _ := s.c.Extension("SMTPUTF8"); ok || !msg.NeedsSMTPUTF8() {
-		return nil
-	}
-	am, err := msg.ASCII()
-	if err == nil {
-		*p, err = payloadOf(am)
-	}
-	if err == nil {
-		return nil
-	}
-	s.quit()
-	if errors.Is(err, mail.ErrNeedsSMTPUTF8) {
-		return endWith(fail(mail.Unsupported, 0, "a local part is not ASCII, and the server does not offer SMTPUTF8", err))
-	}
-	return endWith(invalidMessage(err))
-}
-
-// transaction runs the mail transaction: MAIL FROM, RCPT TO for each
-// recipient, DATA, the message and its end.
-func (s *session) transaction(p payload) (mail.Receipt, error) {
-	if e := s.step("MAIL FROM", func() error { return s.c.Mail("<" + p.from + ">") }); e != nil {
-		return e.receipt, e.err
-	}
-	refused, e := s.recipients(p.rcpts)
-	if e != nil {
-		return e.receipt, e.err
-	}
-	w, e := s.data(p.data)
-	if e != nil {
-		return e.receipt, e.err
-	}
-	return s.end(w, refused)
-}
-
-// recipients sends RCPT TO for each recipient, one by one, and returns the
-// refused ones. When every one is refused, the send ends with the first
-// refusal.
-func (s *session) recipients(rcpts []string) ([]mail.RefusedRecipient, *ended) {
-	var refused []mail.RefusedRecipient
-	var first *textproto.Error
-	accepted := 0
-	for _, rcpt := range rcpts {
-		if err := s.c.UpdateDeadline(s.t.cfg.Timeout); err != nil {
-			return nil, endWith(s.t.beforeData(s.ctx, "RCPT TO", err))
-		}
-		err := s.c.Rcpt("<" + rcpt + ">")
-		var te *textproto.Error
-		switch {
-		case err == nil:
-			accepted++
-		case errors.As(err, &te):
-			refused = append(refused, mail.RefusedRecipient{
-				Address: rcpt, Code: te.Code, Reason: mail.Redact(te.Msg),
-			})
-			if first == nil {
-				first = te
-			}
-		default:
-			return nil, endWith(s.t.beforeData(s.ctx, "RCPT TO", err))
-		}
-	}
-	if accepted == 0 {
-		r := mail.Receipt{
-			Category: classify(first.Code, first.Msg), Code: first.Code,
-			Reason: mail.Redact(first.Msg), Refused: refused,
-		}
-		return nil, endWith(r, &mail.Error{Receipt: r, Err: redactedReply(first)})
-	}
-	return refused, nil
-}
-
-// data sends DATA and writes the message, all but its end.
-func (s *session) data(data []byte) (io.WriteCloser, *ended) {
-	var w io.WriteCloser
-	if e := s.step("DATA", func() (err error) { w, err = s.c.Data(); return err }); e != nil {
-		return nil, e
-	}
-	if err := s.ctx.Err(); err != nil {
-		return nil, endWith(fail(mail.Retryable, 0, "cancelled before the message was sent", err))
-	}
-	if err := s.c.UpdateDeadline(s.t.cfg.Timeout); err != nil {
-		return nil, endWith(s.t.beforeData(s.ctx, "writing the message", err))
-	}
-	if _, err := w.Write(data); err != nil {
-		return nil, endWith(s.t.beforeData(s.ctx, "writing the message", err))
-	}
-	if err := s.ctx.Err(); err != nil {
-		return nil, endWith(fail(mail.Retryable, 0, "cancelled before the end of the message was sent", err))
-	}
-	if err := s.c.UpdateDeadline(s.t.cfg.Timeout); err != nil {
-		return nil, endWith(s.t.beforeData(s.ctx, "writing the message", err))
-	}
-	return w, nil
-}
-
-// end writes the end of the data (Close writes the final "." and reads the
-// reply) and makes the receipt. Once the "." is written, a send without a
-// reply may have gone: DeliveryUnknown.
-func (s *session) end(w io.WriteCloser, refused []mail.RefusedRecipient) (mail.Receipt, error) {
-	s.d.resetWriteFail()
-	if err := w.Close(); err != nil {
-		var te *textproto.Error
-		switch {
-		case errors.As(err, &te):
-			return s.t.replyFailure(err)
-		case s.d.writeFailed():
-			// The final "." could not be written: the server cannot have
-			// taken the message.
-			return s.t.beforeData(s.ctx, "writing the end of the message", err)
-		case s.ctx.Err() != nil:
-			return fail(mail.DeliveryUnknown, 0, "cancelled while waiting for the reply to the end of the message", s.ctx.Err())
-		}
-		return fail(mail.DeliveryUnknown, 0, "no reply to the end of the message: "+describe(err), err)
-	}
-	r := mail.Receipt{Category: mail.Accepted, Code: 250, Refused: refused}
-	if dc, ok := w.(*gmsmtp.DataCloser); ok {
-		r.ProviderID = mail.Redact(strings.TrimSpace(enhancedPrefix.ReplaceAllString(dc.ServerResponse(), "")))
-		r.Reason = mail.Redact(dc.ServerResponse())
-	}
-	// The message is taken; QUIT is a courtesy whose failure changes nothing.
-	s.quit()
-	return r, nil
-}
-
-// quit says QUIT, briefly; its failure changes nothing.
-func (s *session) quit() {
-	_ = s.c.UpdateDeadline(min(s.t.cfg.Timeout, 5*time.Second))
-	_ = s.c.Quit()
-}
-
-// step runs one command before the data and maps its failure; nil when the
-// command succeeded.
-func (s *session) step(name string, f func() error) *ended {
-	if err := s.ctx.Err(); err != nil {
-		return endWith(fail(mail.Retryable, 0, "cancelled before "+name, err))
-	}
-	if err := s.c.UpdateDeadline(s.t.cfg.Timeout); err != nil {
-		return endWith(s.t.beforeData(s.ctx, name, err))
-	}
-	err := f()
-	if err == nil {
-		return nil
-	}
-	var te *textproto.Error
-	if errors.As(err, &te) {
-		return endWith(s.t.replyFailure(err))
-	}
-	return endWith(s.t.beforeData(s.ctx, name, err))
-}
-
-// beforeData maps a failure without a reply before the final "." was
-// written: the server cannot have taken the message.
-func (t *Transport) beforeData(ctx context.Context, step string, err error) (mail.Receipt, error) {
-	if ctx.Err() != nil {
-		return fail(mail.Retryable, 0, "cancelled at "+step, ctx.Err())
-	}
-	if strings.Contains(err.Error(), "must not contain CR or LF") {
-		return fail(mail.Validation, 0, "an address contains CR or LF", err)
-	}
-	return fail(mail.Retryable, 0, step+": "+describe(err), err)
-}
-
-// setupFailure maps a failure of go-mail's dial (connect, greeting, EHLO,
-// STARTTLS, AUTH).
-func (t *Transport) setupFailure(ctx context.Context, err error) (mail.Receipt, error) {
-	if ctx.Err() != nil {
-		return fail(mail.Retryable, 0, "cancelled while connecting", ctx.Err())
-	}
-	var te *textproto.Error
-	if errors.As(err, &te) {
-		cat := classify(te.Code, te.Msg)
-		if cat == mail.Rejected || cat == mail.Validation || cat == mail.Unsupported {
-			// A 5xx before the transaction refuses this client, not the
-			// message: the operator's to fix.
-			cat = mail.Configuration
-		}
-		return fail(cat, te.Code, mail.Redact(te.Msg), redactedReply(te))
-	}
-	msg := err.Error()
-	var (
-		certErr  *tls.CertificateVerificationError
-		unknown  x509.UnknownAuthorityError
-		hostErr  x509.HostnameError
-		invalidC x509.CertificateInvalidError
-	)
-	switch {
-	case strings.Contains(msg, "does not support STARTTLS"):
-		return fail(mail.Configuration, 0, "TLS is mandatory but the server does not offer STARTTLS", err)
-	case errors.As(err, &certErr), errors.As(err, &unknown), errors.As(err, &hostErr), errors.As(err, &invalidC):
-		return fail(mail.Configuration, 0, "the server's TLS certificate does not verify: "+mail.Redact(msg), err)
-	case strings.Contains(msg, "does not support SMTP AUTH"),
-		errors.Is(err, gomail.ErrNoSupportedAuthDiscovered),
-		errors.Is(err, gomail.ErrPlainAuthNotSupported),
-		errors.Is(err, gomail.ErrLoginAuthNotSupported),
-		errors.Is(err, gomail.ErrCramMD5AuthNotSupported),
-		errors.Is(err, gomail.ErrSCRAMSHA1AuthNotSupported),
-		errors.Is(err, gomail.ErrSCRAMSHA256AuthNotSupported),
-		errors.Is(err, gmsmtp.ErrUnencrypted),
-		errors.Is(err, gmsmtp.ErrWrongHostname):
-		return fail(mail.Configuration, 0, "no usable authentication: "+mail.Redact(msg), err)
-	}
-	return fail(mail.Retryable, 0, "connecting: "+describe(err), err)
-}
-
-// replyFailure maps a server's refusal (err holds a *textproto.Error).
-func (t *Transport) replyFailure(err error) (mail.Receipt, error) {
-	var te *textproto.Error
-	if !errors.As(err, &te) {
-		return fail(mail.Retryable, 0, describe(err), err)
-	}
-	return fail(classify(te.Code, te.Msg), te.Code, mail.Redact(te.Msg), redactedReply(te))
-}
-
-func redactedReply(te *textproto.Error) error {
-	return &textproto.Error{Code: te.Code, Msg: mail.Redact(te.Msg)}
-}
-
-// enhancedPrefix is an enhanced status code (RFC 3463) at the start of a
-// reply's text.
-var enhancedPrefix = regexp.MustCompile(`^\s*[245]\.\d{1,3}\.\d{1,3}\s*`)
-
-var enhancedCode = regexp.MustCompile(`^\s*([245]\.\d{1,3}\.\d{1,3})\b`)
-
-// classify maps a reply code, with the enhanced status code that may open
-// its text, to a category.
-func classify(code int, text string) mail.Category {
-	enh := ""
-	if m := enhancedCode.FindStringSubmatch(text); m != nil {
-		enh = m[1]
-	}
-	switch {
-	case code >= 200 && code < 400:
-		// A positive reply where a failure was expected cannot happen here.
-		return mail.Retryable
-	case code == 530 || code == 534 || code == 535 || code == 538,
-		enh == "5.7.8" || enh == "5.7.9" || enh == "5.7.11":
-		return mail.Auth
-	case code >= 400 && code < 500:
-		return mail.Retryable
-	case code == 500 || code == 501 || code == 555:
-		return mail.Validation
-	case enh == "5.6.7":
-		return mail.Unsupported
-	case code >= 500 && code < 600:
-		return mail.Rejected
-	}
-	return mail.Retryable
-}
-
-// describe names a failure without a reply, without any address.
-func describe(err error) string {
-	var ne net.Error
-	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection refused"
-	case errors.Is(err, syscall.ECONNRESET):
-		return "connection reset"
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return "connection closed by the server"
-	case errors.Is(err, net.ErrClosed):
-		return "connection closed"
-	case errors.As(err, &ne) && ne.Timeout():
-		return "timeout"
-	}
-	return mail.Redact(err.Error())
+// fail returns the receipt and the error of a failed send.
+func fail(cat mail.Category, reason string, cause error) (mail.Receipt, error) {
+	r := mail.Receipt{Category: cat, Reason: reason}
+	return r, &mail.Error{Receipt: r, Err: cause}
 }
 
 func invalidMessage(err error) (mail.Receipt, error) {
-	return fail(mail.Validation, 0, err.Error(), err)
-}
-
-func fail(cat mail.Category, code int, reason string, cause error) (mail.Receipt, error) {
-	r := mail.Receipt{Category: cat, Code: code, Reason: reason}
-	return r, &mail.Error{Receipt: r, Err: cause}
+	return fail(mail.Validation, err.Error(), err)
 }

@@ -38,7 +38,7 @@ func reply(code int, enh string) *gosmtp.SMTPError {
 
 func transport(t *testing.T, srv *smtptest.Server, edit func(*smtp.Config)) *smtp.Transport {
 	t.Helper()
-	cfg := smtp.Config{Host: srv.Host(), Port: srv.Port(), HELO: "client.test", Timeout: 5 * time.Second}
+	cfg := smtp.Config{Host: srv.Host(), Port: srv.Port(), TLS: smtp.TLSNone, HELO: "client.test", Timeout: 5 * time.Second}
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -65,8 +65,8 @@ func TestSendCategories(t *testing.T) {
 	}{
 		{name: "accepted", script: smtptest.Script{QueueID: "4F2B31C0A4"},
 			want: want{cat: mail.Accepted, code: 250, sent: true}},
-		{name: "421 at MAIL", script: smtptest.Script{Mail: reply(421, "4.3.0")}, want: want{cat: mail.Retryable, code: 421}},
-		{name: "450 at RCPT", script: smtptest.Script{Rcpt: rcpts(reply(450, "4.2.0"))}, want: want{cat: mail.Retryable, code: 450, refused: []string{"ada@example.com", "bob@example.com"}}},
+		{name: "421 at MAIL", script: smtptest.Script{Mail: reply(421, "4.3.0")}, want: want{cat: mail.RateLimited, code: 421}},
+		{name: "450 at RCPT", script: smtptest.Script{Rcpt: rcpts(reply(450, "4.2.0"))}, want: want{cat: mail.Retryable, code: 450, refused: []string{"ada@example.com"}}}, // reset at the first 4xx
 		{name: "451 at DATA end", script: smtptest.Script{Data: reply(451, "4.3.0")}, want: want{cat: mail.Retryable, code: 451, sent: true}},
 		{name: "452 at RCPT", script: smtptest.Script{Rcpt: rcpts(reply(452, "4.5.3"))}, want: want{cat: mail.Retryable, code: 452, refused: []string{"ada@example.com", "bob@example.com"}}},
 		{name: "454 at MAIL", script: smtptest.Script{Mail: reply(454, "4.7.0")}, want: want{cat: mail.Retryable, code: 454}},
@@ -94,7 +94,7 @@ func TestSendCategories(t *testing.T) {
 			want: want{cat: mail.Accepted, code: 250, refused: []string{"bob@example.com"}, sent: true}},
 		{name: "all recipients refused, first decides", script: smtptest.Script{Rcpt: map[string]*gosmtp.SMTPError{
 			"ada@example.com": reply(450, "4.2.1"), "bob@example.com": reply(550, "5.1.1")}},
-			want: want{cat: mail.Retryable, code: 450, refused: []string{"ada@example.com", "bob@example.com"}}},
+			want: want{cat: mail.Retryable, code: 450, refused: []string{"ada@example.com"}}}, // a 4xx resets the transaction at once
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := smtptest.Start(t, tc.script)

@@ -2,7 +2,8 @@
 // what a test needs: a given reply at MAIL FROM, at RCPT TO (per address) or
 // at the end of DATA, AUTH required, STARTTLS offered or not, or no reply at
 // all after the data (a hang or a dropped connection); a refusal in place of
-// the greeting or of the reply to EHLO; SMTPUTF8 offered or not.
+// the greeting or of the reply to EHLO; SMTPUTF8 offered or not; implicit
+// TLS; a limit on the recipients of a transaction and on the size.
 //
 // It is github.com/emersion/go-smtp's server with a scripted backend. The
 // queue's end-to-end tests and the `mailq demo` command use it, so it is not
@@ -80,6 +81,16 @@ type Script struct {
 	// Hello, when set, is the reply to EHLO (and HELO) instead of 250; the
 	// session stays open, as go-smtp keeps it.
 	Hello *gosmtp.SMTPError
+	// ImplicitTLS makes the server start TLS (with the TLS config) before
+	// its greeting, as on port 465, instead of offering STARTTLS.
+	ImplicitTLS bool
+	// MaxRecipients is the most recipients of one transaction; past it the
+	// server answers "452 4.5.3 Maximum limit of N recipients reached" to
+	// RCPT TO. 0 means 100.
+	MaxRecipients int
+	// MaxSize is the SIZE the server announces (RFC 1870), and refuses
+	// larger messages with 552; 0 means 32 MiB.
+	MaxSize int64
 }
 
 // Reply returns an SMTP reply for a Script: code such as 550, enhanced such
@@ -115,6 +126,11 @@ type Received struct {
 	// UTF8 tells whether MAIL FROM carried the SMTPUTF8 parameter
 	// (RFC 6531).
 	UTF8 bool
+	// Size is the SIZE= parameter of MAIL FROM (RFC 1870), 0 without one.
+	Size int64
+	// Body is the BODY= parameter of MAIL FROM ("8BITMIME"), empty without
+	// one.
+	Body string
 }
 
 // Server is a running scripted SMTP server on 127.0.0.1.
@@ -129,6 +145,7 @@ type Server struct {
 	mu       sync.Mutex
 	received []Received
 	sessions int
+	conns    map[*gosmtp.Conn]struct{}
 }
 
 // Start starts a server for script on 127.0.0.1 on a free port and closes it
@@ -150,12 +167,18 @@ func New(script Script) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	s := &Server{script: script, ln: ln, done: make(chan struct{}), served: make(chan struct{})}
+	s := &Server{script: script, ln: ln, done: make(chan struct{}), served: make(chan struct{}), conns: map[*gosmtp.Conn]struct{}{}}
 	srv := gosmtp.NewServer(s)
 	srv.Domain = "smtptest.localhost"
 	srv.AllowInsecureAuth = true
 	srv.MaxMessageBytes = 32 << 20
+	if script.MaxSize > 0 {
+		srv.MaxMessageBytes = script.MaxSize
+	}
 	srv.MaxRecipients = 100
+	if script.MaxRecipients > 0 {
+		srv.MaxRecipients = script.MaxRecipients
+	}
 	srv.ReadTimeout = time.Minute
 	srv.WriteTimeout = time.Minute
 	srv.TLSConfig = script.TLS
@@ -163,6 +186,10 @@ func New(script Script) (*Server, error) {
 	srv.ErrorLog = discardLogger{}
 	s.srv = srv
 	var serve net.Listener = ln
+	if script.ImplicitTLS && script.TLS != nil {
+		srv.TLSConfig = nil
+		serve = tls.NewListener(ln, script.TLS)
+	}
 	if script.Greeting != nil {
 		serve = &refusingListener{Listener: ln, reply: script.Greeting}
 	}
@@ -249,13 +276,45 @@ func (s *Server) Close() error {
 
 // NewSession implements gosmtp.Backend.
 func (s *Server) NewSession(c *gosmtp.Conn) (gosmtp.Session, error) {
-	if s.script.Hello != nil {
-		return nil, s.script.Hello
+	if h := s.current().Hello; h != nil {
+		return nil, h
 	}
 	s.mu.Lock()
 	s.sessions++
+	s.conns[c] = struct{}{}
 	s.mu.Unlock()
 	return &session{s: s, conn: c}, nil
+}
+
+// current returns the script in force.
+func (s *Server) current() Script {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.script
+}
+
+// Update changes the script for the commands to come (the replies to MAIL
+// FROM, RCPT TO, the data, AUTH and EHLO), such as a server that refused a
+// recipient for now and takes it later. The listener's settings (TLS,
+// Greeting, SMTPUTF8, MaxRecipients, MaxSize) stay as they started. Give
+// f new maps rather than changing the old ones: a session may be reading
+// them.
+func (s *Server) Update(f func(*Script)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(&s.script)
+}
+
+// DropConnections closes every open connection without a word, as a server
+// does with a connection that stayed idle too long; the server goes on
+// listening.
+func (s *Server) DropConnections() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		_ = c.Conn().Close()
+		delete(s.conns, c)
+	}
 }
 
 type session struct {
@@ -264,13 +323,15 @@ type session struct {
 	authed bool
 	from   string
 	utf8   bool
+	size   int64
+	body   string
 	to     []string
 }
 
 var _ gosmtp.AuthSession = (*session)(nil)
 
 func (ss *session) AuthMechanisms() []string {
-	if ss.s.script.Username == "" && ss.s.script.Auth == nil {
+	if ss.s.current().Username == "" && ss.s.current().Auth == nil {
 		return nil
 	}
 	return []string{sasl.Plain}
@@ -281,10 +342,10 @@ func (ss *session) Auth(mech string) (sasl.Server, error) {
 		return nil, gosmtp.ErrAuthUnknownMechanism
 	}
 	return sasl.NewPlainServer(func(identity, username, password string) error {
-		if r := ss.s.script.Auth; r != nil {
+		if r := ss.s.current().Auth; r != nil {
 			return r
 		}
-		if username != ss.s.script.Username || password != ss.s.script.Password {
+		if username != ss.s.current().Username || password != ss.s.current().Password {
 			return gosmtp.ErrAuthFailed
 		}
 		ss.authed = true
@@ -293,19 +354,23 @@ func (ss *session) Auth(mech string) (sasl.Server, error) {
 }
 
 func (ss *session) Mail(from string, opts *gosmtp.MailOptions) error {
-	if ss.s.script.Username != "" && !ss.authed {
+	if ss.s.current().Username != "" && !ss.authed {
 		return Reply(530, "5.7.0", "Authentication required")
 	}
-	if r := ss.s.script.Mail; r != nil {
+	if r := ss.s.current().Mail; r != nil {
 		return r
 	}
 	ss.from = from
 	ss.utf8 = opts != nil && opts.UTF8
+	ss.size, ss.body = 0, ""
+	if opts != nil {
+		ss.size, ss.body = opts.Size, string(opts.Body)
+	}
 	return nil
 }
 
 func (ss *session) Rcpt(to string, _ *gosmtp.RcptOptions) error {
-	for addr, r := range ss.s.script.Rcpt {
+	for addr, r := range ss.s.current().Rcpt {
 		if strings.EqualFold(addr, to) && r != nil {
 			return r
 		}
@@ -319,8 +384,8 @@ func (ss *session) Data(r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	rec := Received{From: ss.from, To: append([]string(nil), ss.to...), Data: data, UTF8: ss.utf8}
-	sc := ss.s.script
+	rec := Received{From: ss.from, To: append([]string(nil), ss.to...), Data: data, UTF8: ss.utf8, Size: ss.size, Body: ss.body}
+	sc := ss.s.current()
 	reply := sc.Data
 	if reply == nil && sc.AfterData == Answer {
 		rec.Accepted = true
@@ -350,8 +415,13 @@ func (ss *session) Data(r io.Reader) error {
 }
 
 func (ss *session) Reset() {
-	ss.from, ss.utf8 = "", false
+	ss.from, ss.utf8, ss.size, ss.body = "", false, 0, ""
 	ss.to = nil
 }
 
-func (ss *session) Logout() error { return nil }
+func (ss *session) Logout() error {
+	ss.s.mu.Lock()
+	delete(ss.s.conns, ss.conn)
+	ss.s.mu.Unlock()
+	return nil
+}
