@@ -114,3 +114,12 @@ func (s *IdempotencyStore) Release(ctx context.Context, key, token string) (bool
 	}
 	return n == 1, nil
 }
+
+// Forget implements idempotency.Store: it deletes the entry of key, a
+// reservation or a receipt (DEL), so that the next send under key goes.
+func (s *IdempotencyStore) Forget(ctx context.Context, key string) error {
+	if err := s.c.Del(ctx, s.pfx+key).Err(); err != nil {
+		return fmt.Errorf("redis: idempotency forget: %w", err)
+	}
+	return nil
+}
