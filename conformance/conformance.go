@@ -124,6 +124,7 @@ var cases = []struct {
 	{"Ops/Failed", testOpsFailed},
 	{"Ops/RetryFailed", testOpsRetryFailed},
 	{"Ops/Purge", testOpsPurge},
+	{"Ops/PurgeKeepsDuplicates", testOpsPurgeKeepsDuplicates},
 	{"Ops/Pause", testOpsPause},
 }
 

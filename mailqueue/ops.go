@@ -139,9 +139,17 @@ type PurgeParams struct {
 	// State is JobAccepted, JobFailed or JobDeliveryUnknown; any other
 	// state is refused.
 	State JobState
-	// OlderThan is how long ago a job must have finished; 0 forgets every
+	// OlderThan is how long ago a job must have finished; 0 purges every
 	// finished job of the state. A negative value is refused.
 	OlderThan time.Duration
+	// ForgetKeys forgets the purged jobs whole, their {v, hash} too, so
+	// that an enqueue under the key of one of them is stored and sent
+	// again: a producer that retries an enqueue it had made before the
+	// purge sends the message a second time. False (the default) keeps
+	// each purged job's {v, hash} until its retention would have ended,
+	// so that an enqueue under its key is still told a Duplicate (or a
+	// Conflict) as it would have been (issue 10, point 7).
+	ForgetKeys bool
 }
 
 // ResumeParams say which pause Pauser.Resume ends.
@@ -180,9 +188,13 @@ type Operator interface {
 	// due now, its attempts and redeliveries reset. It returns an error
 	// wrapping ErrNotFound, ErrNotFailed or ErrNoData when it cannot.
 	RetryFailed(ctx context.Context, id string) error
-	// Purge forgets the finished jobs of p.State that finished at least
+	// Purge drops the finished jobs of p.State that finished at least
 	// p.OlderThan ago, and returns how many. Queued and running jobs are
-	// never purged. An enqueue under the key of a purged job stores it
-	// again: purging accepted jobs ends their dedupe window early.
+	// never purged. A purged job is gone for every other operation
+	// (ErrNotFound), but keeps its {v, hash} until its retention would
+	// have ended (DedupeWindow for an accepted job, RetainFailed for the
+	// others), so that an enqueue under its key is still a Duplicate;
+	// with p.ForgetKeys it is forgotten whole, and an enqueue under its
+	// key stores it and sends it again.
 	Purge(ctx context.Context, p PurgeParams) (int, error)
 }
