@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -504,5 +505,80 @@ func testOpsPurgeKeepsDuplicates(t *testing.T, s *suite) {
 	s.wait(s.DedupeWindow + time.Second)
 	if res := s.enqueue(t, kept); res[0].Duplicate || res[0].Conflict {
 		t.Errorf("enqueued again after the dedupe window of a purged job: %+v, want stored again", res[0])
+	}
+}
+
+// forgetter records the keys a Resend forgets, failing with err when set.
+type forgetter struct {
+	keys []string
+	err  error
+}
+
+func (f *forgetter) forget(_ context.Context, key string) error {
+	f.keys = append(f.keys, key)
+	return f.err
+}
+
+// testOpsResend: Resend clears the job's idempotency entry (its key is the
+// job's id) and then queues the job again as RetryFailed does; it checks
+// the job first, forgetting nothing for a job it does not hold
+// (ErrNotFound), one not failed (ErrNotFailed), one whose message was
+// dropped (ErrNoData) or when Forget is missing (ErrNoForget), and leaves
+// the job as it was when Forget fails.
+func testOpsResend(t *testing.T, s *suite) {
+	op := operator(t, s)
+	u, f, running := s.job(jobv1.PriorityNormal, "t"), s.job(jobv1.PriorityNormal, ""), s.job(jobv1.PriorityNormal, "")
+	s.enqueue(t, u, f, running)
+	ls := byID(s.reserve(t, 3))
+	s.settle(t, ls[u.ID], failIn(codes.StateDeliveryUnknown))
+	s.settle(t, ls[f.ID], failIn(codes.StateFailed))
+	fg := &forgetter{}
+	for _, tc := range []struct {
+		id   string
+		want error
+	}{
+		{"no-such-job", mailqueue.ErrNotFound},
+		{running.ID, mailqueue.ErrNotFailed},
+	} {
+		if err := op.Resend(s.ctx, mailqueue.ResendParams{ID: tc.id, Forget: fg.forget}); !errors.Is(err, tc.want) {
+			t.Errorf("Resend(%s): %v, want %v", tc.id, err, tc.want)
+		}
+	}
+	if err := op.Resend(s.ctx, mailqueue.ResendParams{ID: u.ID}); !errors.Is(err, mailqueue.ErrNoForget) {
+		t.Errorf("Resend without Forget: %v, want ErrNoForget", err)
+	}
+	if len(fg.keys) != 0 {
+		t.Fatalf("Resend refused, yet forgot %v", fg.keys)
+	}
+	if s.RetainData == mailqueue.RetainNoData {
+		if err := op.Resend(s.ctx, mailqueue.ResendParams{ID: u.ID, Forget: fg.forget}); !errors.Is(err, mailqueue.ErrNoData) || len(fg.keys) != 0 {
+			t.Errorf("Resend of a job whose message was dropped: %v, forgot %v; want ErrNoData, nothing forgotten", err, fg.keys)
+		}
+		return
+	}
+	down := errors.New("the idempotency store is down")
+	failing := &forgetter{err: down}
+	if err := op.Resend(s.ctx, mailqueue.ResendParams{ID: u.ID, Forget: failing.forget}); !errors.Is(err, down) {
+		t.Errorf("Resend whose Forget failed: %v, want its error", err)
+	}
+	if r := s.get(t, op, u.ID); r.State != mailqueue.JobDeliveryUnknown {
+		t.Errorf("after a Resend whose Forget failed: %s, want delivery_unknown, as it was", r.State)
+	}
+	for _, id := range []string{u.ID, f.ID} {
+		if err := op.Resend(s.ctx, mailqueue.ResendParams{ID: id, Forget: fg.forget}); err != nil {
+			t.Fatalf("Resend(%s): %v", id, err)
+		}
+	}
+	if fmt.Sprint(fg.keys) != fmt.Sprint([]string{u.ID, f.ID}) {
+		t.Errorf("Resend forgot the keys %v, want the jobs' ids %v", fg.keys, []string{u.ID, f.ID})
+	}
+	if err := op.Resend(s.ctx, mailqueue.ResendParams{ID: u.ID, Forget: fg.forget}); !errors.Is(err, mailqueue.ErrNotFailed) || len(fg.keys) != 2 {
+		t.Errorf("Resend of a job queued again already: %v, forgot %v; want ErrNotFailed, nothing more forgotten", err, fg.keys)
+	}
+	again := byID(s.reserve(t, 10))
+	for _, j := range []mailqueue.NewJob{u, f} {
+		if l, ok := again[j.ID]; !ok || l.Attempt != 1 || string(l.Data) != string(j.Data) {
+			t.Errorf("after Resend, %s leased as %+v; want attempt 1, its data", j.ID, l)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package mailqueue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/alexify/mailer/gen/codes"
@@ -152,6 +153,26 @@ type PurgeParams struct {
 	ForgetKeys bool
 }
 
+// ErrNoForget is returned by Operator.Resend when ResendParams.Forget is
+// nil: a resend that does not clear the job's idempotency entry would
+// replay its stored receipt, as RetryFailed does, and send nothing.
+var ErrNoForget = errors.New("mailqueue: ResendParams.Forget is required")
+
+// ResendParams say which failed job Operator.Resend sends again, and how
+// to clear its idempotency entry.
+type ResendParams struct {
+	// ID is the job's id.
+	ID string
+	// Forget clears the entry of the job's idempotency key in the store
+	// the workers' transport dedupes by, so that the next send goes: the
+	// Forget method of the mail/idempotency.Store of the workers'
+	// IdempotencyTransport (the key is the job's id: the worker sets
+	// mail.Message.IdempotencyKey to it). A key that holds no entry is no
+	// error. Required (ErrNoForget): workers with no such store have
+	// nothing to forget; give a func that returns nil.
+	Forget func(ctx context.Context, key string) error
+}
+
 // ResumeParams say which pause Pauser.Resume ends.
 type ResumeParams struct {
 	// Tenant is true to end the pause of the jobs of TenantID alone ("" is
@@ -187,7 +208,25 @@ type Operator interface {
 	// RetryFailed queues a failed job (failed or delivery_unknown) again,
 	// due now, its attempts and redeliveries reset. It returns an error
 	// wrapping ErrNotFound, ErrNotFailed or ErrNoData when it cannot.
+	//
+	// Under an IdempotencyTransport (mail/idempotency), a job whose key
+	// holds a receipt (a send accepted, or of unknown delivery) or a
+	// reservation (a run that died mid-send) is not sent again: its run
+	// answers the stored receipt for as long as it is kept (a day), and
+	// a job of unknown delivery ends delivery_unknown again. That is the
+	// safe side, as the message may have been accepted; to send it again
+	// all the same, use Resend.
 	RetryFailed(ctx context.Context, id string) error
+	// Resend sends a failed job (failed or delivery_unknown) again: it
+	// clears the job's idempotency entry through p.Forget, then queues
+	// the job again as RetryFailed does. The recipient may get the
+	// message twice: a job of unknown delivery may have been accepted.
+	// It returns an error wrapping ErrNoForget, ErrNotFound, ErrNotFailed
+	// or ErrNoData, checked before anything is forgotten, or the error
+	// of p.Forget, the job then left as it was. Between Forget and the
+	// queueing, the entry is gone and the job still failed: a crash there
+	// leaves a job that RetryFailed sends (its key now holds nothing).
+	Resend(ctx context.Context, p ResendParams) error
 	// Purge drops the finished jobs of p.State that finished at least
 	// p.OlderThan ago, and returns how many. Queued and running jobs are
 	// never purged. A purged job is gone for every other operation
@@ -197,4 +236,30 @@ type Operator interface {
 	// with p.ForgetKeys it is forgotten whole, and an enqueue under its
 	// key stores it and sends it again.
 	Purge(ctx context.Context, p PurgeParams) (int, error)
+}
+
+// ResendByRetry is Operator.Resend made of an operator's Get and its
+// RetryFailed (retry), for a driver: it checks the job (ErrNoForget,
+// ErrNotFound, ErrNotFailed, ErrNoData) before it forgets anything, then
+// forgets the job's idempotency entry, then queues the job again. The
+// entry is cleared before the job is queued, so that no run of the job
+// can answer the old receipt.
+func ResendByRetry(ctx context.Context, in Inspector, retry func(ctx context.Context, id string) error, p ResendParams) error {
+	if p.Forget == nil {
+		return ErrNoForget
+	}
+	j, err := in.Get(ctx, p.ID)
+	if err != nil {
+		return err
+	}
+	switch {
+	case j.State != JobFailed && j.State != JobDeliveryUnknown:
+		return fmt.Errorf("mailqueue: resend: %w: %s is %s", ErrNotFailed, p.ID, j.State)
+	case !j.DataKept:
+		return fmt.Errorf("mailqueue: resend: %w: %s", ErrNoData, p.ID)
+	}
+	if err := p.Forget(ctx, p.ID); err != nil {
+		return fmt.Errorf("mailqueue: resend %s: clearing its idempotency entry (the job is left as it was): %w", p.ID, err)
+	}
+	return retry(ctx, p.ID)
 }

@@ -51,6 +51,19 @@ func (q *Queue) RetryFailed(ctx context.Context, id string) error {
 	return nil
 }
 
+// Resend clears a failed job's idempotency entry and queues it again,
+// waking the idle runners; see mailqueue.Operator. The recipient may get
+// the message twice.
+func (q *Queue) Resend(ctx context.Context, p mailqueue.ResendParams) error {
+	return mailqueue.ResendByRetry(ctx, q, q.RetryFailed, p)
+}
+
+// Resend clears a failed job's idempotency entry and queues it again; see
+// mailqueue.Operator.
+func (s *Source) Resend(ctx context.Context, p mailqueue.ResendParams) error {
+	return mailqueue.ResendByRetry(ctx, s, s.RetryFailed, p)
+}
+
 // Purge drops finished jobs; see mailqueue.Operator.
 func (q *Queue) Purge(ctx context.Context, p mailqueue.PurgeParams) (int, error) {
 	return q.src.Purge(ctx, p)

@@ -261,6 +261,19 @@ func (s *Source) RetryFailed(ctx context.Context, id string) error {
 	return nil
 }
 
+// Resend clears a failed job's idempotency entry and queues it again,
+// waking the idle runners; see Source.Resend.
+func (q *Queue) Resend(ctx context.Context, p mailqueue.ResendParams) error {
+	return mailqueue.ResendByRetry(ctx, q, q.RetryFailed, p)
+}
+
+// Resend clears a failed job's idempotency entry (p.Forget: the Forget of
+// the workers' IdempotencyStore) and queues it again; see
+// mailqueue.Operator. The recipient may get the message twice.
+func (s *Source) Resend(ctx context.Context, p mailqueue.ResendParams) error {
+	return mailqueue.ResendByRetry(ctx, s, s.RetryFailed, p)
+}
+
 // Purge drops the finished jobs of p.State that finished at least
 // p.OlderThan ago, keeping their {v, hash} until their keys expire at the
 // end of their retention (unless p.ForgetKeys), and returns how many; see
