@@ -62,7 +62,9 @@ const (
 // negative duration.
 type Options struct {
 	// PollInterval is how long an idle worker waits between reserves when
-	// it is not woken (1 second).
+	// it is not woken (1 second). After a reserve that failed it waits
+	// 100 ms, then twice as long after each failure, never more than
+	// PollInterval, so that a store back from a blip is used at once.
 	PollInterval time.Duration
 	// LeaseDuration is the length of a lease, extended every third of it
 	// (1 minute). Keep it well above the time a store call takes: a run is
