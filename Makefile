@@ -3,7 +3,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all generate check lint size fmt vet gen-check test test-short fuzz bench bench-redis demo
+.PHONY: all generate check lint size fmt vet gen-check test codes test-short fuzz bench bench-redis demo
 
 all: check
 
@@ -11,8 +11,9 @@ all: check
 generate:
 	$(GO) generate ./...
 
-## check: formatting, vet, generated code current, tests with -race
-check: size fmt vet gen-check test
+## check: formatting, vet, generated code current, tests with -race, every
+## code of schema/codes.yaml logged by a test
+check: size fmt vet gen-check test codes
 
 ## lint: golangci-lint (the pinned version, built into .tmp/bin from the Go
 ## module proxy on first use: about two minutes) with .golangci.yaml
@@ -43,9 +44,19 @@ gen-check:
 		git --no-pager diff -- gen docs/codes.md | head -100; \
 		git status --porcelain -- gen docs/codes.md; exit 1; fi
 
-## test: every test, with the race detector
+## test: every test, with the race detector, through internal/tools/testsummary:
+## a line per package with its counts, a SKIP line for each skipped test with
+## its reason, the output of a failed test. The codes the tests log are
+## recorded under CODES_DIR for make codes (internal/codetest).
+CODES_DIR ?= $(CURDIR)/.tmp/codes
 test:
-	$(GO) test -race -count=1 $(PKGS)
+	@rm -rf $(CODES_DIR) && mkdir -p $(CODES_DIR)
+	MAILER_CODES_RECORD=$(CODES_DIR) $(GO) run ./internal/tools/testsummary -race -count=1 $(PKGS)
+
+## codes: fail when a code schema/codes.yaml says the kit gives was logged by
+## no test at its level (reads what make test recorded)
+codes:
+	MAILER_CODES_CHECK=$(CODES_DIR) $(GO) test -count=1 -run '^TestEveryCodeIsEmitted$$' ./internal/codetest
 
 test-short:
 	$(GO) test -short $(PKGS)

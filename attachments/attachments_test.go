@@ -21,6 +21,7 @@ import (
 var info = mailqueue.ResolveInfo{}
 
 func TestFromPath(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	root := filepath.Join(dir, "root")
 	mustWrite(t, filepath.Join(root, "terms.txt"), "the terms")
@@ -78,6 +79,7 @@ func mustWrite(t *testing.T, path, data string) {
 }
 
 func TestFromURL(t *testing.T) {
+	t.Parallel()
 	other := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("from another host"))
 	}))
@@ -164,6 +166,7 @@ func TestFromURL(t *testing.T) {
 }
 
 func TestFromPathRefusesAFIFO(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600); err != nil {
 		t.Skipf("SKIPPED: no FIFO here: %v", err)

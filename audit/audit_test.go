@@ -13,10 +13,12 @@ import (
 
 	"github.com/alexify/mailer/audit"
 	"github.com/alexify/mailer/gen/codes"
+	"github.com/alexify/mailer/internal/codetest"
 	"github.com/alexify/mailer/mailqueue"
 )
 
 func TestMemory(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	m := audit.NewMemory()
 	for _, e := range []mailqueue.AuditEvent{
@@ -47,8 +49,9 @@ func TestMemory(t *testing.T) {
 }
 
 func TestSlog(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
-	s := audit.NewSlog(slog.New(slog.NewTextHandler(&b, nil)))
+	s := audit.NewSlog(slog.New(codetest.Wrap(slog.NewTextHandler(&b, nil))))
 	err := s.Record(context.Background(), mailqueue.AuditEvent{
 		JobID: "j1", State: mailqueue.AuditFailed, At: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), Attempt: 2,
 		Code: codes.QueueMessageRefused, Reason: "rejected 550", TenantID: "acme", CorrelationID: "c-1",

@@ -12,6 +12,7 @@ import (
 )
 
 func TestDotString(t *testing.T) {
+	t.Parallel()
 	for addr, want := range map[string]bool{
 		"ada@example.com":                 true,
 		"ada.lovelace+tag@example.com":    true,
@@ -41,6 +42,7 @@ func TestDotString(t *testing.T) {
 }
 
 func TestASCII(t *testing.T) {
+	t.Parallel()
 	m := &mail.Message{
 		MessageID: "<id@bücher.example>",
 		Date:      time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
@@ -95,6 +97,7 @@ func TestASCII(t *testing.T) {
 }
 
 func TestBuildRefusesQuotedLocalPart(t *testing.T) {
+	t.Parallel()
 	for _, addr := range []string{`"a> SIZE=1"@example.com`, `Eve <"x@y> NOTIFY=NEVER"@example.com>`, `"john doe"@example.com`} {
 		m := fullMessage()
 		m.Cc = []string{addr}

@@ -40,6 +40,7 @@ func fullMessage() *mail.Message {
 }
 
 func TestBytesDeterministic(t *testing.T) {
+	// Not parallel: it changes time.Local, a global of the process.
 	for name, msg := range map[string]*mail.Message{
 		"nested":      fullMessage(),
 		"text only":   {MessageID: "<a@b>", Date: time.Unix(1_700_000_000, 0), From: "a@example.com", To: []string{"b@example.com"}, Text: "hi"},
@@ -91,6 +92,7 @@ func TestBytesDeterministic(t *testing.T) {
 }
 
 func TestBoundariesDeriveFromMessageID(t *testing.T) {
+	t.Parallel()
 	a := fullMessage()
 	b := fullMessage()
 	b.MessageID = "<other@mailer.example.com>"
@@ -150,6 +152,7 @@ func boundaries(t *testing.T, raw []byte) []string {
 }
 
 func TestBytesHeaders(t *testing.T) {
+	t.Parallel()
 	raw, err := fullMessage().Bytes()
 	if err != nil {
 		t.Fatal(err)
@@ -218,6 +221,7 @@ func TestBytesHeaders(t *testing.T) {
 // one path it cannot force is go-mail failing to read an attachment's
 // bytes.Reader, which does not fail; that error wraps ErrInvalidMessage too.
 func TestBuildInvalid(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		edit func(m *mail.Message)
@@ -317,6 +321,7 @@ func TestEnvelopeInvalid(t *testing.T) {
 }
 
 func TestEnvelope(t *testing.T) {
+	t.Parallel()
 	m := fullMessage()
 	m.To = append(m.To, "ADA@example.com", "Bob <bob@example.com>")
 	m.Bcc = append(m.Bcc, "bob@example.com")
@@ -338,6 +343,7 @@ func TestEnvelope(t *testing.T) {
 }
 
 func TestClone(t *testing.T) {
+	t.Parallel()
 	m := fullMessage()
 	c := m.Clone()
 	if diff := cmp.Diff(m, c); diff != "" {
@@ -352,6 +358,7 @@ func TestClone(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"5.1.1 <ada@example.com>: Recipient address rejected": "5.1.1 <address>: Recipient address rejected",
 		"5.1.1 ada@example.com... User unknown":               "5.1.1 <address>... User unknown",

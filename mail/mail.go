@@ -14,9 +14,43 @@ package mail
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 )
+
+// ErrUnavailable is the cause (matched with errors.Is) of the error a
+// Transport.Send returns when nothing was sent because the transport could
+// not be reached: a connection refused, a DNS failure, a TLS handshake that
+// failed, a timeout before MAIL FROM, or the IdempotencyTransport's store
+// failing before the send. The queue's worker takes such an error as an
+// outage, not a failure of the message: it gives the job back without
+// spending its attempt and opens its circuit breaker after a run of them
+// (issue 10, point 1).
+var ErrUnavailable = errors.New("mail: the transport is unavailable: nothing was sent")
+
+// Checker is an optional interface of a Transport that can tell whether it
+// can send without sending anything (for SMTP: connect, EHLO, STARTTLS,
+// AUTH, QUIT). The queue's circuit breaker probes a Checker while it is
+// open; a transport without one is probed by letting one job through.
+// Check returns nil when the transport can send, an error wrapping
+// ErrUnavailable when it cannot be reached, another error when it was
+// reached and refused (a wrong password), and an error wrapping
+// errors.ErrUnsupported when it cannot check (a wrapper whose inner
+// transport has no Check).
+type Checker interface {
+	Check(ctx context.Context) error
+}
+
+// Deduper is an optional interface of a Transport that says whether it
+// sends a message at most once per Message.IdempotencyKey: the
+// IdempotencyTransport does, and so does a transport that gives the key to
+// a provider that dedupes by it. A worker whose transport does not dedupe
+// and that sends a redelivered run again warns at start that a lost lease
+// may send a message twice (spec: "Once per key").
+type Deduper interface {
+	Dedupes() bool
+}
 
 // Message is one mail message, ready to build and send. Addresses are in
 // RFC 5322 form ("Ada <ada@example.com>" or "ada@example.com").

@@ -23,6 +23,18 @@ type Driver interface {
 type WorkOptions struct {
 	// Concurrency is the most runs at once; 1 when zero.
 	Concurrency int
+	// Gate, when set, holds the reserving of jobs: before each reserve
+	// (the reserve of its loop, and the one a settle makes for its slot,
+	// as polling.SettleReserver does), the driver calls Gate and reserves
+	// only once the channel it returns is closed, waiting for it or for its
+	// own Close; a closed channel lets the reserve go at once. The worker
+	// gates so while its circuit breaker is open: the jobs wait in the
+	// store, their attempts unspent, and are due the moment it closes. A
+	// driver that ignores Gate still works: the worker gives back, unsent,
+	// what it reserves while the breaker is open (queue.transport_unavailable,
+	// due again a second later), so an outage costs reserves, never an
+	// attempt.
+	Gate func() <-chan struct{}
 }
 
 // Runner is a driver's running worker.

@@ -54,6 +54,7 @@ func contentJob() *jobv1.Job {
 type cyclic map[string]any
 
 func TestEnqueueRefusals(t *testing.T) {
+	t.Parallel()
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	cycle := map[string]any{}
 	cycle["self"] = cycle
@@ -143,6 +144,7 @@ func TestEnqueueRefusals(t *testing.T) {
 }
 
 func TestEnqueueDuplicateAndKeyReused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	q, mq, fc := newQueue(t, mailqueue.Config{})
 	first, err := q.Enqueue(ctx, contentJob())
@@ -189,6 +191,7 @@ func TestEnqueueDuplicateAndKeyReused(t *testing.T) {
 }
 
 func TestEnqueueFixesIDs(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	q, mq, _ := newQueue(t, mailqueue.Config{})
 	j := contentJob()
@@ -235,6 +238,7 @@ func TestEnqueueFixesIDs(t *testing.T) {
 }
 
 func TestNewRefusesBadConfig(t *testing.T) {
+	t.Parallel()
 	mq := mustMemory(t, memory.Options{})
 	n := 0
 	tests := map[string]mailqueue.Config{
@@ -253,6 +257,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 }
 
 func TestEnqueueManyRefusesAllOrNothing(t *testing.T) {
+	t.Parallel()
 	q, mq, _ := newQueue(t, mailqueue.Config{})
 	good, bad := contentJob(), contentJob()
 	bad.IdempotencyKey, bad.To = "other", []string{"nope"}

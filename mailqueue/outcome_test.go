@@ -19,6 +19,7 @@ import (
 	"github.com/alexify/mailer/drivers/memory"
 	"github.com/alexify/mailer/gen/codes"
 	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/internal/codetest"
 	"github.com/alexify/mailer/mail"
 	mtransport "github.com/alexify/mailer/mail/memory"
 	"github.com/alexify/mailer/mailqueue"
@@ -41,6 +42,7 @@ func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
 func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return l }
 func (l *logRecorder) WithGroup(string) slog.Handler            { return l }
 func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	codetest.Observe(r)
 	rec := loggedRecord{Level: r.Level, Msg: r.Message, Attrs: map[string]string{}}
 	r.Attrs(func(a slog.Attr) bool {
 		rec.Attrs[a.Key] = a.Value.String()
@@ -118,7 +120,7 @@ func newHarness(t *testing.T, wcfg mailqueue.WorkerConfig, opts memory.Options) 
 		opts.RetainData = mailqueue.RetainAllData
 	}
 	h.mq = mustMemory(t, opts)
-	q, err := mailqueue.New(mailqueue.Config{Driver: h.mq, Clock: h.fc, Logger: logger, Audit: h.sink})
+	q, err := mailqueue.New(mailqueue.Config{Driver: h.mq, Clock: h.fc, Logger: logger, Audit: codetest.Sink(h.sink)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,6 +193,7 @@ func receiptOf(c mail.Category, code int) mail.Receipt {
 }
 
 func TestOutcomeOfAReceipt(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		receipt mail.Receipt
@@ -231,6 +234,7 @@ func TestOutcomeOfAReceipt(t *testing.T) {
 }
 
 func TestBackoff(t *testing.T) {
+	t.Parallel()
 	want := []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 16 * time.Minute, 32 * time.Minute, time.Hour, time.Hour}
 	for i, w := range want {
 		if got := mailqueue.BackoffCeiling(i + 1); got != w {
@@ -254,6 +258,7 @@ func TestBackoff(t *testing.T) {
 }
 
 func TestRetryThenLastAttempt(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, mailqueue.WorkerConfig{}, memory.Options{}).start()
 	h.tr.Script(receiptOf(mail.Retryable, 451), receiptOf(mail.Retryable, 451))
 	j := contentJob()
@@ -271,6 +276,7 @@ func TestRetryThenLastAttempt(t *testing.T) {
 }
 
 func TestExpiry(t *testing.T) {
+	t.Parallel()
 	t.Run("past expiresAt", func(t *testing.T) {
 		h := newHarness(t, mailqueue.WorkerConfig{}, memory.Options{})
 		j := contentJob()
@@ -319,6 +325,7 @@ func templateJob() *jobv1.Job {
 }
 
 func TestRenderOutcomes(t *testing.T) {
+	t.Parallel()
 	broken, err := render.New(fstest.MapFS{
 		"welcome/en/subject.txt": {Data: []byte("Hi")},
 		"welcome/en/body.txt":    {Data: []byte("line one\n{{.secret | nosuchfunc}}")},
@@ -379,6 +386,7 @@ func TestRenderOutcomes(t *testing.T) {
 }
 
 func TestAttachmentOutcomes(t *testing.T) {
+	t.Parallel()
 	refJob := func() *jobv1.Job {
 		j := contentJob()
 		j.Attachments = []jobv1.Attachment{{Ref: "invoices/1.pdf", Filename: "invoice.pdf", ContentType: "application/pdf"}}
@@ -427,6 +435,7 @@ func (contradictoryTransport) Send(context.Context, *mail.Message) (mail.Receipt
 }
 
 func TestAcceptedWithAnErrorIsAnInvalidReceipt(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, mailqueue.WorkerConfig{Transport: contradictoryTransport{}}, memory.Options{}).start()
 	id := h.enqueue(contentJob())
 	h.drain()
@@ -434,6 +443,7 @@ func TestAcceptedWithAnErrorIsAnInvalidReceipt(t *testing.T) {
 }
 
 func TestTransportPanicIsThrown(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, mailqueue.WorkerConfig{Transport: panickingTransport{}}, memory.Options{}).start()
 	id := h.enqueue(contentJob())
 	h.drain()
@@ -445,6 +455,7 @@ func TestTransportPanicIsThrown(t *testing.T) {
 }
 
 func TestHooks(t *testing.T) {
+	t.Parallel()
 	t.Run("CheckJob refuses", func(t *testing.T) {
 		h := newHarness(t, mailqueue.WorkerConfig{CheckJob: func(_ context.Context, j *jobv1.Job) error {
 			if j.TenantID == "" {
@@ -496,6 +507,7 @@ func (h *harness) redeliver(n int) {
 }
 
 func TestRedeliveries(t *testing.T) {
+	t.Parallel()
 	t.Run("more than MaxRedeliveries fail before rendering", func(t *testing.T) {
 		h := newHarness(t, mailqueue.WorkerConfig{Renderer: stubRenderer{err: errors.New("must not render")}}, memory.Options{})
 		id := h.enqueue(templateJob())
@@ -534,6 +546,7 @@ func TestRedeliveries(t *testing.T) {
 }
 
 func TestStopping(t *testing.T) {
+	t.Parallel()
 	t.Run("before the send: given back unspent", func(t *testing.T) {
 		h := newHarness(t, mailqueue.WorkerConfig{Renderer: stubRenderer{block: true}}, memory.Options{}).start()
 		id := h.enqueue(templateJob())
@@ -571,6 +584,7 @@ func waitFor(t *testing.T, cond func() bool) {
 }
 
 func TestAudit(t *testing.T) {
+	t.Parallel()
 	t.Run("the states of a job", func(t *testing.T) {
 		h := newHarness(t, mailqueue.WorkerConfig{}, memory.Options{}).start()
 		id := h.enqueue(contentJob())
@@ -629,6 +643,7 @@ func TestAudit(t *testing.T) {
 }
 
 func TestRateLimitScopes(t *testing.T) {
+	t.Parallel()
 	rateLimited := mail.Receipt{Category: mail.RateLimited, Code: 429, RetryAfter: time.Minute}
 	tenantJob := func(tenant, key string) *jobv1.Job {
 		j := contentJob()

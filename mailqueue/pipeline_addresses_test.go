@@ -41,6 +41,7 @@ func plRefusal(t *testing.T, edit func(*jobv1.Job)) (codes.Code, string, string)
 // would end the SMTP path and add ESMTP parameters is refused at enqueue,
 // in every address field, with its path.
 func TestPipelineSmugglingAddressesRefusedAtEnqueue(t *testing.T) {
+	t.Parallel()
 	for _, addr := range []string{
 		`"a> SIZE=1"@example.com`,
 		`"x@y> NOTIFY=SUCCESS,FAILURE ORCPT=rfc822;eve@example.com"@z.example`,
@@ -79,6 +80,7 @@ func TestPipelineSmugglingAddressesRefusedAtEnqueue(t *testing.T) {
 // TestPipelineReservedHeadersRefusedAtEnqueue: custom headers cannot set the
 // headers the kit owns.
 func TestPipelineReservedHeadersRefusedAtEnqueue(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"From", "To", "Cc", "Bcc", "Message-ID", "Date", "MIME-Version", "Content-Type",
 		"content-type", "Content-Transfer-Encoding", "Subject", "Reply-To", "Sender", "DKIM-Signature"} {
 		code, path, _ := plRefusal(t, func(j *jobv1.Job) {
@@ -100,6 +102,7 @@ func TestPipelineReservedHeadersRefusedAtEnqueue(t *testing.T) {
 // domains and a local part that is not ASCII through the queue to SMTP
 // servers with and without SMTPUTF8.
 func TestPipelineInternationalAddressesThroughSMTP(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	idnJob := func() *jobv1.Job {
 		j := contentJob()

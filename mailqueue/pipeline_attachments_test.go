@@ -30,6 +30,7 @@ import (
 // capped in all (MaxInlineAttachmentBytes, 256 KiB by default) and refused
 // at enqueue with the path; references count nothing.
 func TestPipelineInlineAttachmentsCap(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	q, mq, _ := newQueue(t, mailqueue.Config{MaxJobBytes: 1 << 20})
 	if mailqueue.DefaultMaxInlineAttachmentBytes != 256<<10 {
@@ -80,6 +81,7 @@ func (r *plResolveRecorder) resolve(ctx context.Context, ref string, info mailqu
 // TestPipelineAttachmentByReference sends a job with an attachment by
 // reference, read by attachments.FromPath at the worker, through SMTP.
 func TestPipelineAttachmentByReference(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	terms := []byte("%PDF-1.4\n% the terms \x00\xff\n")
@@ -130,6 +132,7 @@ func TestPipelineAttachmentByReference(t *testing.T) {
 // (queue.attachment_unresolved); a resolver that errors or gives nothing
 // retries it (queue.attachment_failed), and the retry sends once it reads.
 func TestPipelineAttachmentResolveFailures(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	refJob := func(key, ref string) *jobv1.Job {
 		j := contentJob()
@@ -236,6 +239,7 @@ func (c *countingTransport) n() int {
 // enqueue, so the inline image the HTML references as cid: is the same on
 // every attempt, whether the producer named it or the queue derived it.
 func TestPipelineInlineImageSameOnEveryAttempt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	busy := smtptest.Start(t, smtptest.Script{Data: smtptest.Reply(451, "4.3.0", "try again later")})
 	ok := smtptest.Start(t, smtptest.Script{})

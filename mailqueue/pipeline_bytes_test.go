@@ -54,6 +54,7 @@ type plChildOut struct {
 // The go-smtp server adds no trace header, so nothing is left out of the
 // comparison.
 func TestPipelineSameBytesInTwoProcesses(t *testing.T) {
+	t.Parallel()
 	if path := os.Getenv(plChildEnv); path != "" {
 		plChild(t, path)
 		return

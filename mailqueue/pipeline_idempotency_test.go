@@ -33,6 +33,7 @@ func (d *plDiesOnce) Send(ctx context.Context, m *mmail.Message) (mmail.Receipt,
 // operator's retry, another worker sharing the store), the job is of
 // unknown delivery and is not sent a second time.
 func TestPipelineIdempotencyKilledMidSend(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := smtptest.Start(t, smtptest.Script{})
 	quiet := slog.New(&plRecords{})
@@ -76,6 +77,7 @@ func TestPipelineIdempotencyKilledMidSend(t *testing.T) {
 // so the retry sends; once accepted, the job's key answers the stored
 // receipt.
 func TestPipelineIdempotencyRetryAfterProvablyUnsent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	busy := smtptest.Start(t, smtptest.Script{Data: smtptest.Reply(451, "4.3.0", "try again later")})
 	ok := smtptest.Start(t, smtptest.Script{})

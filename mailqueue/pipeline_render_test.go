@@ -17,6 +17,7 @@ import (
 	"github.com/alexify/mailer/drivers/memory"
 	"github.com/alexify/mailer/gen/codes"
 	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/internal/codetest"
 	mmemory "github.com/alexify/mailer/mail/memory"
 	"github.com/alexify/mailer/mailqueue"
 	"github.com/alexify/mailer/render"
@@ -30,6 +31,7 @@ type plRecords struct {
 
 func (h *plRecords) Enabled(context.Context, slog.Level) bool { return true }
 func (h *plRecords) Handle(_ context.Context, r slog.Record) error {
+	codetest.Observe(r)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.records = append(h.records, r.Clone())
@@ -115,6 +117,7 @@ func (s *plRenderSetup) run(t *testing.T, job *jobv1.Job) mailqueue.JobRow {
 // the place; the template's text and the context's values go to the log at
 // debug only.
 func TestPipelineRenderFailures(t *testing.T) {
+	t.Parallel()
 	s := plRender(t)
 	renderer, err := render.New(plTemplates(), render.Options{Funcs: map[string]any{
 		"check": func(v string) (string, error) { return "", fmt.Errorf("the value %q is not allowed", v) },
@@ -167,6 +170,7 @@ func TestPipelineRenderFailures(t *testing.T) {
 }
 
 func TestPipelineNoRendererNoSubject(t *testing.T) {
+	t.Parallel()
 	s := plRender(t)
 	renderer, err := render.New(plTemplates(), render.Options{})
 	if err != nil {
@@ -213,6 +217,7 @@ func (f *plFlakyFS) Open(name string) (fs.File, error) {
 // (render.LoadError) and a render over its timeout are retried after the
 // backoff, and the job goes once they pass.
 func TestPipelineRenderOutageAndTimeoutRetry(t *testing.T) {
+	t.Parallel()
 	t.Run("loader outage", func(t *testing.T) {
 		logs := &plRecords{}
 		q, mq, fc := newQueueWith(t, mailqueue.Config{Logger: slog.New(logs)}, memory.Options{Logger: slog.New(logs)})
@@ -285,6 +290,7 @@ func TestPipelineRenderOutageAndTimeoutRetry(t *testing.T) {
 var plWhere = regexp.MustCompile(`[\w-]+/[\w-]+/body\.(html|txt):\d+`)
 
 func TestPipelineRenderReasonHasPlace(t *testing.T) {
+	t.Parallel()
 	s := plRender(t)
 	renderer, _ := render.New(plTemplates(), render.Options{Funcs: map[string]any{
 		"check": func(string) (string, error) { return "", errors.New("no") },

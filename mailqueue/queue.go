@@ -11,6 +11,7 @@ import (
 	"github.com/alexify/mailer/clock"
 	"github.com/alexify/mailer/gen/codes"
 	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/mail"
 )
 
 // The defaults a zero field of Config takes (spec: "Defaults").
@@ -204,6 +205,12 @@ func (q *Queue) Enqueue(ctx context.Context, job *jobv1.Job) (Result, error) {
 // which. A job refused for queue.key_reused is refused only once every other
 // job of the call is stored; the results of all are then returned with the
 // error.
+//
+// When the store fails (it is down, full, or answers an error), the error
+// is an *Error with code queue.store_failed and Index -1, wrapping the
+// driver's error (errors.Is finds it, such as memory.ErrFull): the jobs of
+// the call may or may not be stored, and enqueuing them again under the
+// same keys is safe (a job stored already answers Duplicate).
 func (q *Queue) EnqueueMany(ctx context.Context, jobs []*jobv1.Job) ([]Result, error) {
 	prepared := make([]NewJob, len(jobs))
 	results := make([]Result, len(jobs))
@@ -231,10 +238,18 @@ func (q *Queue) EnqueueMany(ctx context.Context, jobs []*jobv1.Job) ([]Result, e
 	}
 	stored, err := q.cfg.Driver.Enqueue(ctx, prepared)
 	if err != nil {
-		return nil, fmt.Errorf("mailqueue: enqueue: %w", err)
+		// A refusal the driver coded itself (queue.invalid_job of a job the
+		// store cannot hold) keeps its code; any other failure of the store
+		// is queue.store_failed, wrapping the driver's error (issue 10,
+		// point 9).
+		var e *Error
+		if errors.As(err, &e) {
+			return nil, err
+		}
+		return nil, causeError(codes.QueueStoreFailed, "the store failed the enqueue: "+mail.Redact(err.Error()), err)
 	}
 	if len(stored) != len(prepared) {
-		return nil, fmt.Errorf("mailqueue: enqueue: the driver answered %d results for %d jobs", len(stored), len(prepared))
+		return nil, newError(codes.QueueStoreFailed, fmt.Sprintf("the driver answered %d results for %d jobs", len(stored), len(prepared)))
 	}
 	var reused []string
 	for i, s := range stored {
@@ -242,6 +257,7 @@ func (q *Queue) EnqueueMany(ctx context.Context, jobs []*jobv1.Job) ([]Result, e
 		case s.Conflict:
 			reused = append(reused, s.ID)
 			results[i].KeyReused = true
+			q.log.Warn(string(codes.QueueKeyReused), "job_id", s.ID)
 		case s.Duplicate:
 			results[i].Duplicate = true
 			q.log.Debug(string(codes.QueueDuplicate), "job_id", s.ID)

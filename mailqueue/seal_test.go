@@ -43,6 +43,7 @@ func secretJob() *jobv1.Job {
 }
 
 func TestSealedJobKeepsNothingInClear(t *testing.T) {
+	t.Parallel()
 	codec := aesCodec(t, 1)
 	keys := []mailqueue.SigningKey{key("k1", 'a')}
 	q, mq, _ := newQueueWith(t, mailqueue.Config{Codec: codec, SigningKeys: keys}, memory.Options{RetainData: mailqueue.RetainAllData})
@@ -109,6 +110,7 @@ func (notRetryable) Error() string   { return "the key was destroyed" }
 func (notRetryable) Retryable() bool { return false }
 
 func TestSealedJobAtAWorker(t *testing.T) {
+	t.Parallel()
 	codec := aesCodec(t, 1)
 	keys := []mailqueue.SigningKey{key("k1", 'a')}
 	sealed := produce(t, mailqueue.Config{Codec: codec, SigningKeys: keys}, secretJob())
@@ -176,6 +178,7 @@ func TestSealedJobAtAWorker(t *testing.T) {
 }
 
 func TestAESGCMCodec(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, n := range []int{0, 16, 31, 33} {
 		if _, err := mailqueue.NewAESGCMCodec(make([]byte, n)); err == nil {

@@ -21,6 +21,7 @@ func key(id string, b byte) mailqueue.SigningKey {
 var macText = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
 
 func TestSignedJobIsSentWithKidAndMac(t *testing.T) {
+	t.Parallel()
 	keys := []mailqueue.SigningKey{key("2026-10", 'a'), key("2026-04", 'b')}
 	q, mq, _ := newQueue(t, mailqueue.Config{SigningKeys: keys})
 	tr := mmemory.New()
@@ -47,6 +48,7 @@ func TestSignedJobIsSentWithKidAndMac(t *testing.T) {
 }
 
 func TestSignatureInvalidFailsUnsent(t *testing.T) {
+	t.Parallel()
 	keys := []mailqueue.SigningKey{key("k1", 'a')}
 	signed := produce(t, mailqueue.Config{SigningKeys: keys}, contentJob())
 	var env map[string]any
@@ -99,6 +101,7 @@ func TestSignatureInvalidFailsUnsent(t *testing.T) {
 // first, deploy the workers, then the producers; drop the old key once no
 // job it signed is left.
 func TestKeyRotation(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	old, new := key("2026-04", 'o'), key("2026-10", 'n')
 	_, mq, fc := newQueue(t, mailqueue.Config{})
@@ -156,6 +159,7 @@ func TestKeyRotation(t *testing.T) {
 }
 
 func TestNewRefusesBadSigningKeys(t *testing.T) {
+	t.Parallel()
 	mq := mustMemory(t, memory.Options{})
 	tests := map[string][]mailqueue.SigningKey{
 		"a short secret":   {{ID: "k1", Secret: make([]byte, 31)}},

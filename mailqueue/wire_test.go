@@ -12,6 +12,7 @@ import (
 	"github.com/alexify/mailer/drivers/memory"
 	"github.com/alexify/mailer/gen/codes"
 	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/internal/codetest"
 	mmemory "github.com/alexify/mailer/mail/memory"
 	"github.com/alexify/mailer/mailqueue"
 )
@@ -80,6 +81,7 @@ type wireLogs struct {
 
 func (l *wireLogs) Enabled(context.Context, slog.Level) bool { return true }
 func (l *wireLogs) Handle(_ context.Context, r slog.Record) error {
+	codetest.Observe(r)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.records = append(l.records, r.Clone())
@@ -108,6 +110,7 @@ func (l *wireLogs) logged(level slog.Level, code codes.Code) bool {
 }
 
 func TestHashMismatchFails(t *testing.T) {
+	t.Parallel()
 	q, mq, _ := newQueue(t, mailqueue.Config{})
 	tr := mmemory.New()
 	startWorker(t, q, mailqueue.WorkerConfig{Transport: tr})
@@ -121,6 +124,7 @@ func TestHashMismatchFails(t *testing.T) {
 }
 
 func TestUnreadableJobsAreReleasedThenFailed(t *testing.T) {
+	t.Parallel()
 	expires := t0.Add(10 * time.Minute)
 	good := contentJob()
 	good.ExpiresAt = &expires
@@ -160,6 +164,7 @@ func TestUnreadableJobsAreReleasedThenFailed(t *testing.T) {
 }
 
 func TestIDSecretChangesTheIDAndIsStable(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	secret := []byte(strings.Repeat("s", 32))
 	plain, _, _ := newQueue(t, mailqueue.Config{})
@@ -186,6 +191,7 @@ func TestIDSecretChangesTheIDAndIsStable(t *testing.T) {
 }
 
 func TestDeriveIDFlowsIntoTheIDs(t *testing.T) {
+	t.Parallel()
 	derive := func(kind, seed string) string {
 		if kind == mailqueue.IDKindJob {
 			return "job_" + seed[:26]
@@ -229,6 +235,7 @@ func TestDeriveIDFlowsIntoTheIDs(t *testing.T) {
 }
 
 func TestDrawingDeriveIDIsRefused(t *testing.T) {
+	t.Parallel()
 	n := 0
 	_, err := mailqueue.New(mailqueue.Config{Driver: mustMemory(t, memory.Options{}), DeriveID: func(kind, seed string) string {
 		n++
@@ -240,6 +247,7 @@ func TestDrawingDeriveIDIsRefused(t *testing.T) {
 }
 
 func TestGenerateIDDrawsTheKey(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := 0
 	gen := func() string { n++; return "drawn-" + strings.Repeat("x", n) }

@@ -116,6 +116,12 @@ type WorkerConfig struct {
 	// AuditStrict retries the job (audit.failed) when the audit sink fails
 	// before the send, so that no message goes unrecorded.
 	AuditStrict bool
+	// Breaker configures the circuit breaker of the transport (see
+	// BreakerConfig): a send that fails with mail.ErrUnavailable gives its
+	// job back, its attempt not spent, and after 5 in a row the worker
+	// stops reserving and probes the transport, every 1 s doubling to 10 s,
+	// until it answers.
+	Breaker BreakerConfig
 }
 
 // RateLimitScope is what a rate limit pauses. A pause of the whole queue
@@ -141,6 +147,7 @@ type Worker struct {
 	q   *Queue
 	cfg WorkerConfig
 	log *slog.Logger
+	br  *breaker // the circuit breaker of the transport
 
 	mu     sync.Mutex
 	runner Runner
@@ -155,7 +162,7 @@ func (q *Queue) NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Worker{q: q, cfg: cfg, log: q.log}, nil
+	return &Worker{q: q, cfg: cfg, log: q.log, br: newBreaker(cfg.Breaker, q.cfg.Clock, q.log, cfg.Transport)}, nil
 }
 
 // withDefaults returns a copy of the config whose zero fields take their
@@ -179,6 +186,7 @@ func (c WorkerConfig) withDefaults() WorkerConfig {
 	if c.Redelivered == "" {
 		c.Redelivered = RedeliveredSend
 	}
+	c.Breaker = c.Breaker.withDefaults()
 	return c
 }
 
@@ -195,6 +203,7 @@ func (c WorkerConfig) validate() error {
 		CheckNotNegative(pkg, "WorkerConfig.MaxRedeliveries", c.MaxRedeliveries),
 		CheckOneOf(pkg, "WorkerConfig.RateLimitScope", c.RateLimitScope, RateLimitJob, RateLimitQueue, RateLimitTenant),
 		CheckOneOf(pkg, "WorkerConfig.Redelivered", c.Redelivered, RedeliveredSend, RedeliveredDeliveryUnknown),
+		c.Breaker.validate(),
 	} {
 		if err != nil {
 			return err
@@ -213,12 +222,29 @@ func (w *Worker) Start() error {
 	if w.runner != nil {
 		return errors.New("mailqueue: worker started already")
 	}
-	r, err := w.q.cfg.Driver.Work(w, WorkOptions{Concurrency: w.cfg.Concurrency})
+	r, err := w.q.cfg.Driver.Work(w, WorkOptions{Concurrency: w.cfg.Concurrency, Gate: w.br.Gate})
 	if err != nil {
 		return err
 	}
 	w.runner = r
+	w.warnUnsafeRedelivery()
 	return nil
+}
+
+// warnUnsafeRedelivery logs, once at start, that a lost lease may send a
+// message twice: the transport does not dedupe by the idempotency key (it
+// is no mail.Deduper that says it does) and a run again after a run that
+// died sends again (issue 10, point 8; spec: "Once per key").
+func (w *Worker) warnUnsafeRedelivery() {
+	if w.cfg.Redelivered != RedeliveredSend {
+		return
+	}
+	if d, ok := w.cfg.Transport.(mail.Deduper); ok && d.Dedupes() {
+		return
+	}
+	w.log.Warn(string(codes.QueueRedeliveryUnsafe),
+		"reason", "the transport does not dedupe by the idempotency key and Redelivered is send: a run again after a lost lease may send a message twice",
+		"remedies", "wrap the transport in an IdempotencyTransport (mail/idempotency), or set WorkerConfig.Redelivered to delivery_unknown")
 }
 
 // Close stops reserving jobs, waits for the jobs in flight until ctx is done
@@ -228,13 +254,14 @@ func (w *Worker) Start() error {
 // The polling driver then waits as long again (at least a second) for the
 // aborted runs to settle, so Close may take the timeout plus that; a run
 // still going then is logged (queue.close_abandoned) and Close returns an
-// error. Close may be called more than once; a closed worker does not start
-// again.
+// error. Close also ends the probes of the circuit breaker. Close may be
+// called more than once; a closed worker does not start again.
 func (w *Worker) Close(ctx context.Context) error {
 	w.mu.Lock()
 	w.closed = true
 	r := w.runner
 	w.mu.Unlock()
+	defer w.br.stop(ctx)
 	if r == nil {
 		return nil
 	}
@@ -265,6 +292,16 @@ func (w *Worker) Handle(ctx context.Context, lease *Lease) (out Outcome) {
 
 func (w *Worker) handle(ctx context.Context, r *run) Outcome {
 	lease := r.lease
+	ok, probe := w.br.admit()
+	if !ok {
+		// Reserved as the breaker opened, or by a driver that does not
+		// honour WorkOptions.Gate: given back unsent, due again soon, and
+		// the gate holds it in the store until the breaker closes.
+		return w.release(r, codes.QueueTransportUnavailable, outageDelay, "the transport's circuit breaker is open")
+	}
+	if probe {
+		defer w.br.probeDone()
+	}
 	if lease.Redeliveries > w.cfg.MaxRedeliveries {
 		return w.fail(ctx, r, codes.QueueRedeliveryExhausted, codes.StateDeliveryUnknown,
 			fmt.Sprintf("its runs ended unsettled %d times, more than %d", lease.Redeliveries, w.cfg.MaxRedeliveries))
@@ -438,6 +475,17 @@ func (w *Worker) settle(ctx context.Context, r *run, receipt mail.Receipt, err e
 	if err == nil && receipt.Category != mail.Accepted {
 		return w.fail(ctx, r, codes.QueueInvalidReceipt, codes.StateFailed, "the transport gave no accepted receipt and no error")
 	}
+	if err != nil && errors.Is(err, mail.ErrUnavailable) && receipt.Category != mail.DeliveryUnknown {
+		// An outage: nothing was sent, and the message is not to blame. It
+		// is no business of Classify, which judges what a server answered.
+		w.br.outage()
+		return w.outage(ctx, r, reasonOf(receipt))
+	}
+	if err == nil || receipt.Category != mail.Retryable || receipt.Code != 0 {
+		// The transport answered (whatever it answered): a run of outages
+		// is over. A retryable failure with no reply proves neither.
+		w.br.reached()
+	}
 	if w.cfg.Classify != nil {
 		switch w.cfg.Classify(receipt, r.job) {
 		case DecideRetry:
@@ -450,6 +498,14 @@ func (w *Worker) settle(ctx context.Context, r *run, receipt mail.Receipt, err e
 	}
 	switch receipt.Category {
 	case mail.Accepted:
+		if errors.Is(context.Cause(ctx), ErrLeaseLost) {
+			// The run lost its lease during the send: the driver drops this
+			// ack (queue.lease.lost, at error) and another run may take the
+			// job, so it is not completed (issue 10, point 8).
+			w.log.Debug(string(codes.QueueLeaseLost), "job_id", r.lease.ID, "attempt", r.lease.Attempt, "reason", "the message was accepted after the run lost its lease; the job is not settled")
+			_ = w.audit(ctx, r, AuditAccepted, "", "") // the message was accepted all the same
+			return Outcome{Action: Ack}
+		}
 		// A partial refusal: the accepted recipients got the message (the
 		// transport's documented rule); say how many did not, never who.
 		w.log.Info(string(codes.QueueJobCompleted), "job_id", r.lease.ID, "attempt", r.lease.Attempt, "code", receipt.Code, "refused_recipients", len(receipt.Refused))
@@ -467,6 +523,19 @@ func (w *Worker) settle(ctx context.Context, r *run, receipt mail.Receipt, err e
 		return w.unreadableOutcome(ctx, r, codes.QueueOperatorFailed, reasonOf(receipt))
 	}
 	return w.fail(ctx, r, codes.QueueInvalidReceipt, codes.StateFailed, "the transport gave a receipt of no known category")
+}
+
+// outage gives the job back after an outage of the transport (nothing was
+// sent), its attempt not spent, due again after outageDelay: the breaker,
+// not a backoff, decides when the worker tries again. A job given back for
+// outages for more than MaxReleaseWait since its enqueue fails, as one
+// waiting for the operator does.
+func (w *Worker) outage(ctx context.Context, r *run, reason string) Outcome {
+	reason = "the transport is unavailable: " + reason
+	if !r.lease.EnqueuedAt.IsZero() && r.now.Sub(r.lease.EnqueuedAt) > MaxReleaseWait {
+		return w.fail(ctx, r, codes.QueueTransportUnavailable, codes.StateFailed, reason+"; waited more than a week")
+	}
+	return w.release(r, codes.QueueTransportUnavailable, outageDelay, reason)
 }
 
 func (w *Worker) unreadableOutcome(ctx context.Context, r *run, code codes.Code, reason string) Outcome {

@@ -97,6 +97,7 @@ func parts(t *testing.T, contentType string, body io.Reader, out map[string][]*m
 }
 
 func TestWorkerSendsThroughSMTP(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := smtptest.Start(t, smtptest.Script{})
 	q, mq, _ := newQueueWith(t, mailqueue.Config{}, memory.Options{RetainData: mailqueue.RetainAllData})
@@ -233,6 +234,7 @@ func TestRetryableFailureRetriesAfterBackoffWithTheSameMessage(t *testing.T) {
 }
 
 func TestRefusedMessageFailsAtOnce(t *testing.T) {
+	t.Parallel()
 	srv := smtptest.Start(t, smtptest.Script{Rcpt: map[string]*gosmtpError{"ada@example.com": smtptest.Reply(550, "5.1.1", "no such user ada@example.com")}})
 	q, mq, _ := newQueue(t, mailqueue.Config{})
 	startWorker(t, q, mailqueue.WorkerConfig{Transport: smtpTransport(t, srv)})

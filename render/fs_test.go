@@ -33,6 +33,7 @@ func mustNew(t *testing.T, fsys fs.FS, opts render.Options) *render.FS {
 const secret = "s3cr3t-t0ken-9f8e"
 
 func TestRenderExamples(t *testing.T) {
+	t.Parallel()
 	r := mustNew(t, templates.FS, render.Options{})
 	tests := []struct {
 		name string
@@ -95,6 +96,7 @@ func TestRenderExamples(t *testing.T) {
 }
 
 func TestRenderParts(t *testing.T) {
+	t.Parallel()
 	fsys := fstest.MapFS{
 		"_partials/sig.html":      file(`<i>{{.from}}</i>`),
 		"_partials/more.txt":      file(`{{define "sig"}}-- {{.from | upper}}{{end}}{{define "hi"}}Hi{{end}}`),
@@ -139,6 +141,7 @@ func TestRenderParts(t *testing.T) {
 }
 
 func TestLocaleFallback(t *testing.T) {
+	t.Parallel()
 	fsys := fstest.MapFS{
 		"t/pt-BR/body.txt":       file("pt-BR"),
 		"t/pt/body.txt":          file("pt"),
@@ -182,6 +185,7 @@ func TestLocaleFallback(t *testing.T) {
 }
 
 func TestNotFound(t *testing.T) {
+	t.Parallel()
 	fsys := fstest.MapFS{
 		"onlyde/de/body.txt": file("de"),
 		"_partials/x.txt":    file("x"),
@@ -208,6 +212,7 @@ func TestNotFound(t *testing.T) {
 }
 
 func TestBroken(t *testing.T) {
+	t.Parallel()
 	fsys := fstest.MapFS{
 		"_partials/bad.html":       file("<p>\n{{.secret.nope}}</p>"),
 		"parse/en/body.html":       file("<p>\n\n{{if .x}}" + secret + "</p>"),
@@ -289,6 +294,7 @@ func (f failFS) Open(name string) (fs.File, error) {
 }
 
 func TestLoadError(t *testing.T) {
+	t.Parallel()
 	down := errors.New("store down")
 	base := fstest.MapFS{
 		"t/en/body.html":   file(`{{template "f"}}`),
@@ -340,6 +346,7 @@ func TestLoadError(t *testing.T) {
 }
 
 func TestLoadErrorIsNotCached(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	failing := true
 	fsys := failFS{fstest.MapFS{"t/en/body.txt": file("ok")}, func(string) error {
@@ -365,6 +372,7 @@ func TestLoadErrorIsNotCached(t *testing.T) {
 }
 
 func TestCache(t *testing.T) {
+	t.Parallel()
 	fsys := fstest.MapFS{"t/en/body.txt": file("one")}
 	cached := mustNew(t, fsys, render.Options{})
 	fresh := mustNew(t, fsys, render.Options{NoCache: true})
@@ -408,6 +416,7 @@ func TestTimeout(t *testing.T) {
 }
 
 func TestContextDone(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	fsys := fstest.MapFS{"block/en/body.txt": file("{{block1}}"), "t/en/body.txt": file("x")}
@@ -428,6 +437,7 @@ func TestContextDone(t *testing.T) {
 }
 
 func TestConcurrent(t *testing.T) {
+	t.Parallel()
 	r := mustNew(t, templates.FS, render.Options{})
 	var wg sync.WaitGroup
 	for i := range 64 {
@@ -454,6 +464,7 @@ func TestConcurrent(t *testing.T) {
 }
 
 func TestNewOptions(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		fsys fs.FS
 		opts render.Options
@@ -471,6 +482,7 @@ func TestNewOptions(t *testing.T) {
 }
 
 func TestNewRefusesAMissingFolder(t *testing.T) {
+	t.Parallel()
 	if _, err := render.New(os.DirFS(filepath.Join(t.TempDir(), "no-such-folder")), render.Options{}); err == nil {
 		t.Error("New took a folder that is not there")
 	}

@@ -46,6 +46,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "generate:", err)
 		os.Exit(1)
 	}
+	if files[codeCheckPath], err = CodeCheck(os.DirFS(*schemaDir)); err != nil {
+		fmt.Fprintln(os.Stderr, "generate:", err)
+		os.Exit(1)
+	}
 	if err := write(*outDir, files); err != nil {
 		fmt.Fprintln(os.Stderr, "generate:", err)
 		os.Exit(1)

@@ -220,7 +220,7 @@ func (d *Driver) Work(h mailqueue.Handler, opts mailqueue.WorkOptions) (mailqueu
 	}
 	base, cancel := context.WithCancelCause(context.Background())
 	r := &runner{
-		d: d, h: h, slots: make(chan struct{}, n), wake: make(chan struct{}, 1),
+		d: d, h: h, gate: opts.Gate, slots: make(chan struct{}, n), wake: make(chan struct{}, 1),
 		closing: make(chan struct{}), done: make(chan struct{}), base: base, abort: cancel,
 	}
 	d.mu.Lock()
@@ -236,6 +236,7 @@ func (d *Driver) Work(h mailqueue.Handler, opts mailqueue.WorkOptions) (mailqueu
 type runner struct {
 	d     *Driver
 	h     mailqueue.Handler
+	gate  func() <-chan struct{} // WorkOptions.Gate; nil never holds
 	slots chan struct{}
 	wake  chan struct{}
 
@@ -254,6 +255,13 @@ func (r *runner) loop() {
 	// doubling up to the poll interval; zero after a reserve that worked.
 	var backoff time.Duration
 	for {
+		if r.gate != nil {
+			select {
+			case <-r.gate():
+			case <-r.closing:
+				return
+			}
+		}
 		// Take a slot first: reserve only what can run now.
 		select {
 		case r.slots <- struct{}{}:
@@ -383,14 +391,21 @@ func (r *runner) persist(l *mailqueue.Lease, what string, until time.Time, call 
 }
 
 // reserving reports whether the runner may still lease jobs: it is not
-// closing, nor aborted.
+// closing, nor aborted, and its gate (WorkOptions.Gate) is open.
 func (r *runner) reserving() bool {
 	select {
 	case <-r.closing:
 		return false
 	default:
-		return r.base.Err() == nil
 	}
+	if r.gate != nil {
+		select {
+		case <-r.gate():
+		default:
+			return false
+		}
+	}
+	return r.base.Err() == nil
 }
 
 // settleAndReserve settles the run through a SettleReserver and returns

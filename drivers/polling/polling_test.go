@@ -16,6 +16,7 @@ import (
 	"github.com/alexify/mailer/drivers/memory"
 	"github.com/alexify/mailer/drivers/polling"
 	"github.com/alexify/mailer/gen/codes"
+	"github.com/alexify/mailer/internal/codetest"
 	"github.com/alexify/mailer/mailqueue"
 )
 
@@ -81,6 +82,7 @@ func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
 func (r *recorder) WithAttrs([]slog.Attr) slog.Handler       { return r }
 func (r *recorder) WithGroup(string) slog.Handler            { return r }
 func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
+	codetest.Observe(rec)
 	r.mu.Lock()
 	r.msgs = append(r.msgs, rec.Message)
 	r.lvls = append(r.lvls, rec.Level)

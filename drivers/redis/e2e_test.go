@@ -19,6 +19,7 @@ import (
 	redisdriver "github.com/alexify/mailer/drivers/redis"
 	"github.com/alexify/mailer/drivers/redis/internal/redistest"
 	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/internal/codetest"
 	"github.com/alexify/mailer/mail"
 	"github.com/alexify/mailer/mailqueue"
 )
@@ -174,7 +175,7 @@ func e2eClient(t *testing.T) *goredis.Client {
 }
 
 func e2eQueue(t *testing.T, c *goredis.Client) (*redisdriver.Queue, *mailqueue.Queue) {
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := slog.New(codetest.Wrap(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	q, err := redisdriver.Open(context.Background(), redisdriver.Options{
 		Client: c, Prefix: os.Getenv("MAILER_E2E_PREFIX"), LeaseDuration: time.Second, Logger: log,
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/alexify/mailer/drivers/redis/internal/redistest"
 	"github.com/alexify/mailer/gen/codes"
 	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/internal/codetest"
 	"github.com/alexify/mailer/mailqueue"
 )
 
@@ -416,7 +417,7 @@ func TestServerChecks(t *testing.T) {
 	}
 	var logs bytes.Buffer
 	var mu sync.Mutex
-	log := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
+	log := slog.New(codetest.Wrap(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil)))
 	if _, err := OpenSource(ctx, Options{Client: lru, EvictionPolicyWarnOnly: true, Logger: log}); err != nil {
 		t.Errorf("Open on allkeys-lru, warn only: %v", err)
 	}

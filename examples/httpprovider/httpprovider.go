@@ -19,7 +19,8 @@
 //	401, 403             Auth (the operator's to fix)
 //	409                  DeliveryUnknown: the key is in flight at the provider
 //	other 4xx            Rejected
-//	a dial error         Retryable: the request never left
+//	a dial error         Retryable, with mail.ErrUnavailable: the request
+//	                     never left, an outage of the provider
 //	no reply otherwise   DeliveryUnknown: the request may have been taken
 //	                     (a timeout, a lost connection, a cancelled context)
 //
@@ -69,7 +70,16 @@ type Transport struct {
 	cfg Config
 }
 
-var _ mail.Transport = (*Transport)(nil)
+var (
+	_ mail.Transport = (*Transport)(nil)
+	_ mail.Deduper   = (*Transport)(nil)
+)
+
+// Dedupes reports true (mail.Deduper): the provider gets the message's
+// IdempotencyKey and sends a key once, so the queue's worker does not warn
+// that a lost lease may send twice. A copy of this example for a provider
+// that takes no key must return false, or drop the method.
+func (t *Transport) Dedupes() bool { return true }
 
 // New returns a Transport for cfg. It fails when Endpoint is empty.
 func New(cfg Config) (*Transport, error) {
@@ -147,7 +157,7 @@ func (t *Transport) Send(ctx context.Context, msg *mail.Message) (mail.Receipt, 
 	if err != nil {
 		var op *net.OpError
 		if errors.As(err, &op) && op.Op == "dial" {
-			return fail(mail.Receipt{Category: mail.Retryable, Reason: "could not connect to the provider"}, err)
+			return fail(mail.Receipt{Category: mail.Retryable, Reason: "could not connect to the provider"}, errors.Join(mail.ErrUnavailable, err))
 		}
 		return fail(mail.Receipt{Category: mail.DeliveryUnknown, Reason: "no reply from the provider: the message may have been taken"}, err)
 	}

@@ -74,6 +74,7 @@ func status(code int, header ...string) func(w http.ResponseWriter) {
 // than 120 s after, and both attempts carry the job's id as their
 // Idempotency-Key.
 func TestRateLimitThroughTheQueue(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p := &provider{script: []func(http.ResponseWriter){status(http.StatusTooManyRequests, "Retry-After", "120")}}
 	srv := httptest.NewServer(p)
@@ -151,6 +152,7 @@ func drain(t *testing.T, mq *memory.Queue) {
 }
 
 func TestStatusMapping(t *testing.T) {
+	t.Parallel()
 	fc := clock.NewFake(t0)
 	for _, tc := range []struct {
 		reply      func(http.ResponseWriter)
@@ -207,6 +209,7 @@ func message() *mail.Message {
 }
 
 func TestNoReply(t *testing.T) {
+	t.Parallel()
 	// A refused connection: the request never left.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 )
 
 func TestFS(t *testing.T) {
+	t.Parallel()
 	var got []string
 	err := fs.WalkDir(templates.FS, ".", func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {

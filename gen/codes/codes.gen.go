@@ -226,7 +226,7 @@ const (
 	// (auth, configuration); given back after OperatorDelay, its attempt not
 	// spent, and failed once it expires or has waited a week.
 	//
-	// Where: failure. State: released. Level: error. Spec: mailer; the spec's row
+	// Where: failure. State: released. Level: warn. Spec: mailer; the spec's row
 	// "a failure of the operator", which names no code.
 	QueueOperatorFailed Code = "queue.operator_failed"
 
@@ -382,6 +382,45 @@ const (
 	// Where: log. Level: warn. Spec: mailer; bullmq.md Notes: maxmemory-policy
 	// noeviction.
 	QueueStoreUnsafe Code = "queue.store_unsafe"
+
+	// QueueTransportUnavailable is "queue.transport_unavailable": the transport
+	// could not be reached and nothing was sent (mail.ErrUnavailable), or the
+	// worker's circuit breaker is open; the job is given back, its attempt not
+	// spent.
+	//
+	// Where: failure. State: released. Level: warn. Spec: mailer; an outage of the
+	// transport spends no attempt, like a failure of the operator (queue.md, What
+	// the queue does with an attempt).
+	QueueTransportUnavailable Code = "queue.transport_unavailable"
+
+	// QueueTransportBreakerOpen is "queue.transport_breaker_open": the worker's
+	// circuit breaker opened after a run of outages of the transport; the worker
+	// stops reserving jobs and probes the transport.
+	//
+	// Where: log. Level: warn. Spec: mailer; the worker's circuit breaker.
+	QueueTransportBreakerOpen Code = "queue.transport_breaker_open"
+
+	// QueueTransportBreakerClosed is "queue.transport_breaker_closed": a probe of
+	// the transport succeeded; the worker's circuit breaker closed and the worker
+	// reserves jobs again.
+	//
+	// Where: log. Level: info. Spec: mailer; the worker's circuit breaker.
+	QueueTransportBreakerClosed Code = "queue.transport_breaker_closed"
+
+	// QueueRedeliveryUnsafe is "queue.redelivery_unsafe": at worker start, the
+	// transport does not dedupe by the idempotency key and Redelivered is send, so
+	// a run again after a lost lease may send a message twice; use
+	// IdempotencyTransport or Redelivered delivery_unknown.
+	//
+	// Where: log. Level: warn. Spec: mailer; queue.md, Once per key.
+	QueueRedeliveryUnsafe Code = "queue.redelivery_unsafe"
+
+	// QueueStoreFailed is "queue.store_failed": the store failed an enqueue; the
+	// driver's error is wrapped, and the jobs of the call may or may not be stored
+	// (enqueue them again, under the same keys).
+	//
+	// Where: thrown. Level: error. Spec: mailer; queue.md, Codes.
+	QueueStoreFailed Code = "queue.store_failed"
 
 	// MailerAuditFailed is "MAILER_AUDIT_FAILED": the audit sink failed.
 	//
@@ -700,7 +739,7 @@ var infos = []Info{
 	},
 	{
 		Code:  QueueOperatorFailed,
-		Level: slog.LevelError,
+		Level: slog.LevelWarn,
 		Spec:  "mailer; the spec's row \"a failure of the operator\", which names no code",
 		State: StateReleased,
 		What:  "A failure of the operator (auth, configuration); given back after OperatorDelay, its attempt not spent, and failed once it expires or has waited a week.",
@@ -883,6 +922,42 @@ var infos = []Info{
 		Spec:  "mailer; bullmq.md Notes: maxmemory-policy noeviction",
 		What:  "The store may lose jobs (Redis whose maxmemory-policy is not noeviction, or cannot be read), and the queue was opened all the same, as told (EvictionPolicyWarnOnly).",
 		Where: WhereLog,
+	},
+	{
+		Code:  QueueTransportUnavailable,
+		Level: slog.LevelWarn,
+		Spec:  "mailer; an outage of the transport spends no attempt, like a failure of the operator (queue.md, What the queue does with an attempt)",
+		State: StateReleased,
+		What:  "The transport could not be reached and nothing was sent (mail.ErrUnavailable), or the worker's circuit breaker is open; the job is given back, its attempt not spent.",
+		Where: WhereFailure,
+	},
+	{
+		Code:  QueueTransportBreakerOpen,
+		Level: slog.LevelWarn,
+		Spec:  "mailer; the worker's circuit breaker",
+		What:  "The worker's circuit breaker opened after a run of outages of the transport; the worker stops reserving jobs and probes the transport.",
+		Where: WhereLog,
+	},
+	{
+		Code:  QueueTransportBreakerClosed,
+		Level: slog.LevelInfo,
+		Spec:  "mailer; the worker's circuit breaker",
+		What:  "A probe of the transport succeeded; the worker's circuit breaker closed and the worker reserves jobs again.",
+		Where: WhereLog,
+	},
+	{
+		Code:  QueueRedeliveryUnsafe,
+		Level: slog.LevelWarn,
+		Spec:  "mailer; queue.md, Once per key",
+		What:  "At worker start, the transport does not dedupe by the idempotency key and Redelivered is send, so a run again after a lost lease may send a message twice; use IdempotencyTransport or Redelivered delivery_unknown.",
+		Where: WhereLog,
+	},
+	{
+		Code:  QueueStoreFailed,
+		Level: slog.LevelError,
+		Spec:  "mailer; queue.md, Codes",
+		What:  "The store failed an enqueue; the driver's error is wrapped, and the jobs of the call may or may not be stored (enqueue them again, under the same keys).",
+		Where: WhereThrown,
 	},
 	{
 		Code:  MailerAuditFailed,

@@ -15,6 +15,7 @@ import (
 )
 
 func TestSend(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "outbox")
 	tr, err := file.New(dir)
 	if err != nil {
@@ -52,6 +53,7 @@ func TestSend(t *testing.T) {
 }
 
 func TestName(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"<abc@x.y>":       "abc@x.y.eml",
 		"<../../etc@x>":   "_.._etc@x.eml",

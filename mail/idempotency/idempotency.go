@@ -52,6 +52,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/alexify/mailer/clock"
@@ -85,7 +86,18 @@ var ErrInFlight = errors.New("idempotency: a send under this key is in flight or
 
 // ErrStore is the cause (matched with errors.Is) of the Retryable receipt a
 // Send answers when the store failed to reserve the key: nothing was sent.
+// The same error also matches mail.ErrUnavailable, so that the queue takes
+// a store that is down or full (a Redis answering OOM) as an outage: the
+// job is given back without spending its attempt, and the worker's circuit
+// breaker stops reserving (issue 10, point 1).
 var ErrStore = errors.New("idempotency: the store failed")
+
+// checkKeyPrefix prefixes the key Check reserves and releases in the store;
+// checkTTL is how long it holds, should its release fail.
+const (
+	checkKeyPrefix = "idempotency-check:"
+	checkTTL       = time.Minute
+)
 
 // Entry is what a Store holds for a key.
 type Entry struct {
@@ -151,7 +163,39 @@ type Transport struct {
 	opts  Options
 }
 
-var _ mail.Transport = (*Transport)(nil)
+var (
+	_ mail.Transport = (*Transport)(nil)
+	_ mail.Deduper   = (*Transport)(nil)
+	_ mail.Checker   = (*Transport)(nil)
+)
+
+// Dedupes reports true: the Transport sends a message at most once per
+// idempotency key (mail.Deduper), so the queue's worker does not warn that
+// a lost lease may send twice.
+func (t *Transport) Dedupes() bool { return true }
+
+// Check tells whether the Transport can send, for the queue's circuit
+// breaker (mail.Checker): it reserves and releases a key of its own in the
+// store (idempotency-check: and a token, held a minute at most), then
+// checks the inner transport when that is a mail.Checker. A store that
+// fails gives an error matching ErrStore and mail.ErrUnavailable; an inner
+// transport without Check gives one matching errors.ErrUnsupported, and the
+// breaker then probes with a job.
+func (t *Transport) Check(ctx context.Context) error {
+	token := t.opts.NewToken()
+	key := checkKeyPrefix + token
+	if _, err := t.store.Reserve(ctx, key, token, checkTTL); err != nil {
+		return errors.Join(ErrStore, mail.ErrUnavailable, err)
+	}
+	if _, err := t.store.Release(ctx, key, token); err != nil {
+		return errors.Join(ErrStore, mail.ErrUnavailable, err)
+	}
+	c, ok := t.inner.(mail.Checker)
+	if !ok {
+		return fmt.Errorf("idempotency: the inner transport has no Check: %w", errors.ErrUnsupported)
+	}
+	return c.Check(ctx)
+}
 
 // New returns a Transport that sends through inner, keeping its keys in
 // store. It fails when inner or store is nil or a duration is negative.
@@ -187,9 +231,10 @@ func randomToken() string {
 // tells; a message without a key is sent through as it is, undeduplicated.
 // Like every mail.Transport, it returns a receipt whatever happened and an
 // error exactly when the receipt is not Accepted, a *mail.Error: with
-// ErrInFlight for a key reserved by another run, ErrStore when the store
-// failed before the send (Retryable, nothing sent), ctx.Err() (Retryable)
-// when ctx ended before the reservation.
+// ErrInFlight for a key reserved by another run, ErrStore and
+// mail.ErrUnavailable when the store failed before the send (Retryable,
+// nothing sent: the queue gives the job back unspent), ctx.Err()
+// (Retryable) when ctx ended before the reservation.
 func (t *Transport) Send(ctx context.Context, msg *mail.Message) (mail.Receipt, error) {
 	if msg == nil || msg.IdempotencyKey == "" {
 		return t.inner.Send(ctx, msg)
@@ -201,7 +246,9 @@ func (t *Transport) Send(ctx context.Context, msg *mail.Message) (mail.Receipt, 
 	hold := max(t.opts.LeaseDuration, t.opts.ReceiptTTL)
 	existing, err := t.store.Reserve(ctx, key, token, hold)
 	if err != nil {
-		return fail(mail.Retryable, "the idempotency store failed to reserve the key; nothing was sent", errors.Join(ErrStore, err))
+		// Nothing was sent, and nothing can be until the store answers: an
+		// outage, which spends no attempt of the job.
+		return fail(mail.Retryable, "the idempotency store failed to reserve the key; nothing was sent", errors.Join(ErrStore, mail.ErrUnavailable, err))
 	}
 	if existing != nil {
 		if existing.Receipt == nil {

@@ -33,6 +33,7 @@ func newTransport(t *testing.T, inner mail.Transport, store idempotency.Store) *
 }
 
 func TestAcceptedKeyAnswersTheStoredReceipt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store := idempotency.NewMemoryStore(clock.NewFake(t0))
 	inner := memory.New()
@@ -56,6 +57,7 @@ func TestAcceptedKeyAnswersTheStoredReceipt(t *testing.T) {
 }
 
 func TestCategoriesReleaseOrKeep(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		cat      mail.Category
 		released bool
@@ -103,6 +105,7 @@ func (p *panicking) Send(ctx context.Context, m *mail.Message) (mail.Receipt, er
 }
 
 func TestSendKilledBetweenReservationAndReceipt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fc := clock.NewFake(t0)
 	store := idempotency.NewMemoryStore(fc)
@@ -145,6 +148,7 @@ func TestSendKilledBetweenReservationAndReceipt(t *testing.T) {
 }
 
 func TestContextCancelledMidSendKeepsTheKey(t *testing.T) {
+	t.Parallel()
 	store := idempotency.NewMemoryStore(clock.NewFake(t0))
 	inner := memory.New()
 	started := make(chan struct{})
@@ -172,6 +176,7 @@ func TestContextCancelledMidSendKeepsTheKey(t *testing.T) {
 }
 
 func TestConcurrentSendsOfOneKeySendOnce(t *testing.T) {
+	t.Parallel()
 	store := idempotency.NewMemoryStore(nil)
 	inner := memory.New()
 	tr := newTransport(t, inner, store)
@@ -201,6 +206,7 @@ func (failingStore) Reserve(context.Context, string, string, time.Duration) (*id
 }
 
 func TestStoreFailureSendsNothing(t *testing.T) {
+	t.Parallel()
 	inner := memory.New()
 	r, err := newTransport(t, inner, failingStore{}).Send(context.Background(), message("job-1"))
 	if r.Category != mail.Retryable || !errors.Is(err, idempotency.ErrStore) || inner.Attempts() != 0 {
@@ -209,6 +215,7 @@ func TestStoreFailureSendsNothing(t *testing.T) {
 }
 
 func TestNoKeyPassesThrough(t *testing.T) {
+	t.Parallel()
 	inner := memory.New()
 	tr := newTransport(t, inner, idempotency.NewMemoryStore(nil))
 	for range 2 {
@@ -222,6 +229,7 @@ func TestNoKeyPassesThrough(t *testing.T) {
 }
 
 func TestMemoryStoreFencesByToken(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fc := clock.NewFake(t0)
 	s := idempotency.NewMemoryStore(fc)
@@ -258,6 +266,7 @@ func TestMemoryStoreFencesByToken(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
+	t.Parallel()
 	if _, err := idempotency.New(nil, idempotency.NewMemoryStore(nil), idempotency.Options{}); err == nil {
 		t.Error("no transport: accepted")
 	}

@@ -16,6 +16,7 @@ func msg(id string) *mail.Message {
 }
 
 func TestScriptThenAccepted(t *testing.T) {
+	t.Parallel()
 	tr := memory.New()
 	tr.Script(
 		mail.Receipt{Category: mail.Retryable, Code: 451},
@@ -48,6 +49,7 @@ func TestScriptThenAccepted(t *testing.T) {
 }
 
 func TestOnSendAndCopies(t *testing.T) {
+	t.Parallel()
 	tr := memory.New()
 	tr.OnSend(func(ctx context.Context, m *mail.Message) (mail.Receipt, error) {
 		return mail.Receipt{Category: mail.Rejected, Code: 550}, nil
@@ -68,6 +70,7 @@ func TestOnSendAndCopies(t *testing.T) {
 }
 
 func TestCancelled(t *testing.T) {
+	t.Parallel()
 	tr := memory.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -78,6 +81,7 @@ func TestCancelled(t *testing.T) {
 }
 
 func TestConcurrent(t *testing.T) {
+	t.Parallel()
 	tr := memory.New()
 	tr.Script(make([]mail.Receipt, 50)...)
 	var wg sync.WaitGroup

@@ -32,6 +32,7 @@ type leaf struct {
 // TestSendEndToEnd builds a full message, sends it to a real SMTP server and
 // reads what arrived with the standard library alone.
 func TestSendEndToEnd(t *testing.T) {
+	t.Parallel()
 	pdf := []byte("%PDF-1.4\n% fake \x00\xff binary\n")
 	msg := &mail.Message{
 		MessageID: "<3f1c9a7e-1d2b-5c4e-8f6a-0b9d8c7e6f5a@mailer.example.com>",

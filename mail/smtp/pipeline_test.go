@@ -21,6 +21,7 @@ import (
 // refusal in place of the greeting or of the reply to EHLO, a 454 to AUTH,
 // and the syntax errors and refusals at MAIL FROM.
 func TestSendMoreCategories(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		script smtptest.Script
@@ -65,6 +66,7 @@ func TestSendMoreCategories(t *testing.T) {
 // after a 501 on a recipient: each send has its own connection (package
 // documentation), so the refusal does not break the next job.
 func TestSendAfterRefusalOnSameTransport(t *testing.T) {
+	t.Parallel()
 	srv := smtptest.Start(t, smtptest.Script{Rcpt: map[string]*gosmtp.SMTPError{
 		"bad@example.com": smtptest.Reply(501, "5.1.3", "bad recipient address syntax"),
 	}})
@@ -111,6 +113,7 @@ func TestSendAfterRefusalOnSameTransport(t *testing.T) {
 // it; a local part that is not ASCII is Unsupported without it; display
 // names are RFC 2047-encoded in both cases, in the display name only.
 func TestSendInternationalAddresses(t *testing.T) {
+	t.Parallel()
 	idn := func() *mail.Message {
 		m := message()
 		m.From = "Zoë Ångström <zoe@bücher.example>"

@@ -193,6 +193,7 @@ func atoi(t *testing.T, s string) int {
 }
 
 func TestSendDotStuffingAndEnvelope(t *testing.T) {
+	t.Parallel()
 	srv := smtptest.Start(t, smtptest.Script{})
 	msg := message()
 	msg.Cc = []string{"Ada <ADA@example.com>"} // a duplicate, differently spelled
@@ -224,6 +225,7 @@ func TestSendDotStuffingAndEnvelope(t *testing.T) {
 }
 
 func TestSendInvalidMessage(t *testing.T) {
+	t.Parallel()
 	srv := smtptest.Start(t, smtptest.Script{})
 	msg := message()
 	msg.MessageID = ""
@@ -300,6 +302,7 @@ func TestSendContext(t *testing.T) {
 // 127.0.0.1, and checks that a certificate that does not verify is a
 // configuration failure.
 func TestSendSTARTTLS(t *testing.T) {
+	t.Parallel()
 	hs := httptest.NewUnstartedServer(nil)
 	hs.StartTLS()
 	cert := hs.TLS.Certificates[0]
@@ -325,6 +328,7 @@ func TestSendSTARTTLS(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
+	t.Parallel()
 	for name, cfg := range map[string]smtp.Config{
 		"no host":    {},
 		"bad port":   {Host: "h", Port: 70000},

@@ -123,6 +123,7 @@ type Server struct {
 	srv    *gosmtp.Server
 	ln     net.Listener
 	done   chan struct{}
+	served chan struct{} // closed when Serve has returned
 	once   sync.Once
 
 	mu       sync.Mutex
@@ -149,7 +150,7 @@ func New(script Script) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	s := &Server{script: script, ln: ln, done: make(chan struct{})}
+	s := &Server{script: script, ln: ln, done: make(chan struct{}), served: make(chan struct{})}
 	srv := gosmtp.NewServer(s)
 	srv.Domain = "smtptest.localhost"
 	srv.AllowInsecureAuth = true
@@ -165,7 +166,10 @@ func New(script Script) (*Server, error) {
 	if script.Greeting != nil {
 		serve = &refusingListener{Listener: ln, reply: script.Greeting}
 	}
-	go func() { _ = srv.Serve(serve) }()
+	go func() {
+		defer close(s.served)
+		_ = srv.Serve(serve)
+	}()
 	return s, nil
 }
 
@@ -227,13 +231,18 @@ func (s *Server) Sessions() int {
 	return s.sessions
 }
 
-// Close releases any hanging session and stops the server. It may be called
-// more than once.
+// Close releases any hanging session, stops the server and waits until it
+// has stopped serving. It may be called more than once.
 func (s *Server) Close() error {
 	var err error
 	s.once.Do(func() {
 		close(s.done)
 		err = s.srv.Close()
+		// The server closes only the listeners Serve has registered: one
+		// closed before its goroutine got that far would leave Serve
+		// blocked in Accept for ever. Closing the listener here ends it.
+		_ = s.ln.Close()
+		<-s.served
 	})
 	return err
 }
