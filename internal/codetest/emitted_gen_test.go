@@ -243,6 +243,26 @@ var wants = []codetest.Want{
 		Level: slog.LevelWarn,
 	},
 	{
+		Code:  codes.QueueTransportUnavailable,
+		Level: slog.LevelWarn,
+	},
+	{
+		Code:  codes.QueueTransportBreakerOpen,
+		Level: slog.LevelWarn,
+	},
+	{
+		Code:  codes.QueueTransportBreakerClosed,
+		Level: slog.LevelInfo,
+	},
+	{
+		Code:  codes.QueueRedeliveryUnsafe,
+		Level: slog.LevelWarn,
+	},
+	{
+		Code:  codes.QueueStoreFailed,
+		Level: slog.LevelError,
+	},
+	{
 		Code:  codes.MailerAuditFailed,
 		Level: slog.LevelWarn,
 	},
