@@ -12,6 +12,7 @@ import (
 	"github.com/alexify/mailer/clock"
 	"github.com/alexify/mailer/drivers/redis/internal/redistest"
 	"github.com/alexify/mailer/gen/codes"
+	"github.com/alexify/mailer/internal/codetest"
 )
 
 // logRecorder keeps the records logged to it.
@@ -24,6 +25,7 @@ func (r *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
 func (r *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return r }
 func (r *logRecorder) WithGroup(string) slog.Handler            { return r }
 func (r *logRecorder) Handle(_ context.Context, rec slog.Record) error {
+	codetest.Observe(rec)
 	r.mu.Lock()
 	r.recs = append(r.recs, rec.Clone())
 	r.mu.Unlock()
