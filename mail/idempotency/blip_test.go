@@ -184,3 +184,30 @@ func TestMemoryStoreForget(t *testing.T) {
 		}
 	}
 }
+
+// retriedReserve is a MemoryStore whose Reserve is made twice, as a client
+// that retries a command whose answer a restart lost: the second call
+// finds the reservation the first made.
+type retriedReserve struct{ *idempotency.MemoryStore }
+
+func (s retriedReserve) Reserve(ctx context.Context, key, token string, ttl time.Duration) (*idempotency.Entry, error) {
+	if _, err := s.MemoryStore.Reserve(ctx, key, token, ttl); err != nil {
+		return nil, err
+	}
+	return s.MemoryStore.Reserve(ctx, key, token, ttl)
+}
+
+// TestOwnReservationAnsweredLate: a reserve that finds the reservation of
+// its own token (made by a first try whose answer was lost) sends, and is
+// not taken for a send in flight.
+func TestOwnReservationAnsweredLate(t *testing.T) {
+	inner := memory.New()
+	store := retriedReserve{idempotency.NewMemoryStore(clock.NewFake(t0))}
+	r, err := newTransport(t, inner, store).Send(context.Background(), message("job-1"))
+	if err != nil || r.Category != mail.Accepted || inner.Attempts() != 1 {
+		t.Errorf("Send = %+v, %v, %d sends; want accepted, sent once", r, err, inner.Attempts())
+	}
+	if e, ok := store.Get("job-1"); !ok || e.Receipt == nil || e.Receipt.Category != mail.Accepted {
+		t.Errorf("the key after the send: %+v, %t; want the accepted receipt", e, ok)
+	}
+}

@@ -250,6 +250,13 @@ func (t *Transport) Send(ctx context.Context, msg *mail.Message) (mail.Receipt, 
 		// outage, which spends no attempt of the job.
 		return fail(mail.Retryable, "the idempotency store failed to reserve the key; nothing was sent", errors.Join(ErrStore, mail.ErrUnavailable, err))
 	}
+	if existing != nil && existing.Receipt == nil && existing.Token == token {
+		// The reservation is this call's own: the store made it, lost its
+		// answer and was asked again (a client that retries a command
+		// after a connection dropped by a restart). The key is ours to
+		// send under, not a send in flight.
+		existing = nil
+	}
 	if existing != nil {
 		if existing.Receipt == nil {
 			return fail(mail.DeliveryUnknown, "a send under this idempotency key is in flight or died before its receipt", ErrInFlight)
