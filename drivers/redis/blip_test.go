@@ -6,12 +6,16 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/alexify/mailer/drivers/redis/internal/redistest"
 	"github.com/alexify/mailer/gen/codes"
+	"github.com/alexify/mailer/mail"
+	"github.com/alexify/mailer/mail/idempotency"
 	"github.com/alexify/mailer/mailqueue"
 )
 
@@ -103,7 +107,7 @@ func (p *cutProxy) restore() {
 func TestSettleThroughABlip(t *testing.T) {
 	redistest.Standalone(t) // skips, or fails, without the server
 	p := startProxy(t, redistest.Addr())
-	c := goredis.NewClient(&goredis.Options{Addr: p.ln.Addr().String(), MaxRetries: 1})
+	c := goredis.NewClient(&goredis.Options{Addr: p.ln.Addr().String(), MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
 	rec := &logRecorder{}
 	src := newSource(t, c, Options{Logger: slog.New(rec)})
@@ -142,5 +146,73 @@ func TestSettleThroughABlip(t *testing.T) {
 	}
 	if n := rec.count(string(codes.QueueSettleFailed), slog.LevelError, ""); n != 0 {
 		t.Errorf("queue.settle_failed logged %d times at error: the settle was given up", n)
+	}
+}
+
+// countingStore counts the Completes of an IdempotencyStore, and those
+// that failed.
+type countingStore struct {
+	*IdempotencyStore
+	completes, failed atomic.Int32
+}
+
+func (s *countingStore) Complete(ctx context.Context, key, token string, r mail.Receipt, ttl time.Duration) (bool, error) {
+	s.completes.Add(1)
+	ok, err := s.IdempotencyStore.Complete(ctx, key, token, r, ttl)
+	if err != nil {
+		s.failed.Add(1)
+	}
+	return ok, err
+}
+
+// cuttingTransport accepts each message, cutting the proxy as it does: the
+// connection to Redis drops between the send and its receipt's Complete.
+type cuttingTransport struct {
+	p     *cutProxy
+	sends atomic.Int32
+}
+
+func (c *cuttingTransport) Send(context.Context, *mail.Message) (mail.Receipt, error) {
+	c.sends.Add(1)
+	c.p.cut()
+	return mail.Receipt{Category: mail.Accepted, Code: 250}, nil
+}
+
+// TestCompleteThroughABlip: the connection to Redis drops between a send
+// and the Complete of its receipt; Complete is tried again until the
+// server answers, so the key holds the accepted receipt and a send again
+// answers it, where it was left reserved (a delivery_unknown to come).
+func TestCompleteThroughABlip(t *testing.T) {
+	redistest.Standalone(t)
+	p := startProxy(t, redistest.Addr())
+	c := goredis.NewClient(&goredis.Options{Addr: p.ln.Addr().String(), MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	store := &countingStore{IdempotencyStore: NewIdempotencyStore(c, redistest.Prefix(t))}
+	t.Cleanup(func() { _ = store.Forget(context.Background(), "job-1") })
+	inner := &cuttingTransport{p: p}
+	tr, err := idempotency.New(inner, store, idempotency.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := make(chan struct{})
+	go func() {
+		defer close(restored)
+		for store.failed.Load() < 1 {
+			time.Sleep(time.Millisecond)
+		}
+		p.restore()
+	}()
+	msg := &mail.Message{From: "a@example.com", To: []string{"b@example.com"}, Subject: "Hi", Text: "Hi", IdempotencyKey: "job-1"}
+	r, err := tr.Send(ctx, msg)
+	<-restored
+	if err != nil || r.Category != mail.Accepted {
+		t.Fatalf("Send = %+v, %v; want accepted", r, err)
+	}
+	if n := store.completes.Load(); n < 2 || store.failed.Load() < 1 {
+		t.Errorf("%d tries of Complete; want it tried again after the cut", n)
+	}
+	inner.p = &cutProxy{} // the send again must not reach the transport; if it does, it cuts nothing
+	if r, err := tr.Send(ctx, msg); err != nil || r.Category != mail.Accepted || inner.sends.Load() != 1 {
+		t.Errorf("the send again: %+v, %v, %d sends; want the stored receipt, 1 send", r, err, inner.sends.Load())
 	}
 }
