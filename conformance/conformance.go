@@ -123,7 +123,9 @@ var cases = []struct {
 	{"Ops/Jobs", testOpsJobs},
 	{"Ops/Failed", testOpsFailed},
 	{"Ops/RetryFailed", testOpsRetryFailed},
+	{"Ops/Resend", testOpsResend},
 	{"Ops/Purge", testOpsPurge},
+	{"Ops/PurgeKeepsDuplicates", testOpsPurgeKeepsDuplicates},
 	{"Ops/Pause", testOpsPause},
 }
 

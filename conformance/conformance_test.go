@@ -63,6 +63,29 @@ var brokenSources = map[string]func(mailqueue.Source) mailqueue.Source{
 	"lists the failed jobs newest first": func(s mailqueue.Source) mailqueue.Source {
 		return newestFailedFirst{s.(*memory.Source)}
 	},
+	"forgets the keys of the jobs it purges": func(s mailqueue.Source) mailqueue.Source {
+		return purgeForgetsKeys{s.(*memory.Source)}
+	},
+	"resends without forgetting the key": func(s mailqueue.Source) mailqueue.Source {
+		return resendAsRetry{s.(*memory.Source)}
+	},
+}
+
+// purgeForgetsKeys is an Operator whose Purge forgets the jobs whole, so
+// that an enqueue under a purged key is sent again.
+type purgeForgetsKeys struct{ *memory.Source }
+
+func (s purgeForgetsKeys) Purge(ctx context.Context, p mailqueue.PurgeParams) (int, error) {
+	p.ForgetKeys = true
+	return s.Source.Purge(ctx, p)
+}
+
+// resendAsRetry is an Operator whose Resend is RetryFailed: the stored
+// receipt would answer, and nothing would be sent.
+type resendAsRetry struct{ *memory.Source }
+
+func (s resendAsRetry) Resend(ctx context.Context, p mailqueue.ResendParams) error {
+	return s.RetryFailed(ctx, p.ID)
 }
 
 // newestFailedFirst is an Operator whose Failed lists the newest first.
@@ -138,10 +161,12 @@ func TestBrokenSourcesFail(t *testing.T) {
 		return
 	}
 	want := map[string]string{
-		"ignores the token":                  "Fencing/StaleToken",
-		"spends an attempt on release":       "Settle/ReleaseSpendsNoAttempt",
-		"loses MaxAttempts":                  "Enqueue/Reserve",
-		"lists the failed jobs newest first": "Ops/Failed",
+		"ignores the token":                      "Fencing/StaleToken",
+		"spends an attempt on release":           "Settle/ReleaseSpendsNoAttempt",
+		"loses MaxAttempts":                      "Enqueue/Reserve",
+		"lists the failed jobs newest first":     "Ops/Failed",
+		"forgets the keys of the jobs it purges": "Ops/Purge",
+		"resends without forgetting the key":     "Ops/Resend",
 	}
 	for name := range brokenSources {
 		t.Run(name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -358,10 +359,11 @@ func testOpsRetryFailed(t *testing.T, s *suite) {
 	}
 }
 
-// testOpsPurge: Purge forgets the finished jobs of a state that finished
+// testOpsPurge: Purge drops the finished jobs of a state that finished
 // at least OlderThan ago, says how many, never touches the jobs of other
-// states, and refuses a state that is not finished. An enqueue under the
-// key of a purged job stores it again.
+// states, and refuses a state that is not finished. A purged job is gone
+// (ErrNotFound), but an enqueue under its key is still a Duplicate (or a
+// Conflict for another hash): a purge keeps duplicates told.
 func testOpsPurge(t *testing.T, s *suite) {
 	op := operator(t, s)
 	old1, old2, fresh, failed, queued := s.job(jobv1.PriorityNormal, ""), s.job(jobv1.PriorityNormal, ""), s.job(jobv1.PriorityNormal, ""), s.job(jobv1.PriorityNormal, ""), s.job(jobv1.PriorityNormal, "")
@@ -386,8 +388,22 @@ func testOpsPurge(t *testing.T, s *suite) {
 	if st := s.stats(t, op); st.Accepted != 1 || st.Failed != 1 || st.Queued != 1 {
 		t.Errorf("after the purge: %s; want 1 accepted, 1 failed and 1 queued kept", counts(st))
 	}
-	if res := s.enqueue(t, old1); res[0].Duplicate || res[0].Conflict {
-		t.Errorf("an enqueue under the key of a purged job: %+v, want stored again", res[0])
+	if res := s.enqueue(t, old1); !res[0].Duplicate {
+		t.Errorf("an enqueue under the key of a purged job: %+v, want Duplicate: the purge kept its hash", res[0])
+	}
+	other := old2
+	other.Hash = fmt.Sprintf("%064x", 1<<40)
+	if res := s.enqueue(t, other); !res[0].Conflict {
+		t.Errorf("an enqueue under the key of a purged job, another hash: %+v, want Conflict", res[0])
+	}
+	if err := op.RetryFailed(s.ctx, old1.ID); !errors.Is(err, mailqueue.ErrNotFound) {
+		t.Errorf("RetryFailed of a purged job: %v, want ErrNotFound", err)
+	}
+	if got, _ := s.pageIDs(t, op, mailqueue.JobAccepted, 10); len(got) != 1 || got[0] != fresh.ID {
+		t.Errorf("Jobs(accepted) after the purge = %v, want only %s", got, fresh.ID)
+	}
+	if st := s.stats(t, op); st.Queued != 1 {
+		t.Errorf("the enqueues under the purged keys stored jobs: %s", counts(st))
 	}
 	if n, err := op.Purge(s.ctx, mailqueue.PurgeParams{State: mailqueue.JobAccepted}); err != nil || n != 1 {
 		t.Errorf("Purge(accepted) = %d, %v; want the 1 left", n, err)
@@ -406,7 +422,7 @@ func testOpsPurge(t *testing.T, s *suite) {
 	if _, err := op.Purge(s.ctx, mailqueue.PurgeParams{State: mailqueue.JobFailed, OlderThan: -time.Second}); err == nil {
 		t.Error("Purge with a negative OlderThan: no error")
 	}
-	if st := s.stats(t, op); st.Queued != 2 {
+	if st := s.stats(t, op); st.Queued != 1 {
 		t.Errorf("the purges touched the queued jobs: %s", counts(st))
 	}
 }
@@ -445,5 +461,124 @@ func testOpsPause(t *testing.T, s *suite) {
 	s.wait(3*s.Lease + 50*time.Millisecond)
 	if st := s.stats(t, op); st.Paused || len(st.PausedTenants) != 0 {
 		t.Errorf("after the pauses ran out: paused %t, tenants %+v; want none", st.Paused, st.PausedTenants)
+	}
+}
+
+// testOpsPurgeKeepsDuplicates: after a purge of accepted jobs, the same
+// job enqueued again is a Duplicate until the dedupe window ends, and a
+// new job after it; a purge with ForgetKeys forgets the keys, and the
+// same job enqueued again is stored (and would be sent) again.
+func testOpsPurgeKeepsDuplicates(t *testing.T, s *suite) {
+	op := operator(t, s)
+	kept, forgotten, failed := s.job(jobv1.PriorityNormal, ""), s.job(jobv1.PriorityNormal, ""), s.job(jobv1.PriorityNormal, "")
+	s.enqueue(t, kept, failed)
+	ls := byID(s.reserve(t, 2))
+	s.settle(t, ls[kept.ID], ack)
+	s.settle(t, ls[failed.ID], failIn(codes.StateDeliveryUnknown))
+	for _, st := range []mailqueue.JobState{mailqueue.JobAccepted, mailqueue.JobDeliveryUnknown} {
+		if n, err := op.Purge(s.ctx, mailqueue.PurgeParams{State: st}); err != nil || n != 1 {
+			t.Fatalf("Purge(%s) = %d, %v; want 1", st, n, err)
+		}
+	}
+	for _, j := range []mailqueue.NewJob{kept, failed} {
+		if res := s.enqueue(t, j); !res[0].Duplicate {
+			t.Errorf("%s enqueued again after the purge: %+v, want Duplicate", j.ID, res[0])
+		}
+		if _, err := op.Get(s.ctx, j.ID); !errors.Is(err, mailqueue.ErrNotFound) {
+			t.Errorf("Get of the purged %s: %v, want ErrNotFound", j.ID, err)
+		}
+	}
+	if n, err := op.Purge(s.ctx, mailqueue.PurgeParams{State: mailqueue.JobAccepted}); err != nil || n != 0 {
+		t.Errorf("Purge(accepted) again = %d, %v; want 0: a purged job is purged once", n, err)
+	}
+	s.enqueue(t, forgotten)
+	s.settle(t, s.reserveOne(t), ack)
+	if n, err := op.Purge(s.ctx, mailqueue.PurgeParams{State: mailqueue.JobAccepted, ForgetKeys: true}); err != nil || n != 1 {
+		t.Fatalf("Purge(accepted, ForgetKeys) = %d, %v; want 1", n, err)
+	}
+	if res := s.enqueue(t, forgotten); res[0].Duplicate || res[0].Conflict {
+		t.Errorf("enqueued again after a purge with ForgetKeys: %+v, want stored again", res[0])
+	}
+	if s.Advance == nil || s.DedupeWindow == 0 {
+		return
+	}
+	s.wait(s.DedupeWindow + time.Second)
+	if res := s.enqueue(t, kept); res[0].Duplicate || res[0].Conflict {
+		t.Errorf("enqueued again after the dedupe window of a purged job: %+v, want stored again", res[0])
+	}
+}
+
+// forgetter records the keys a Resend forgets, failing with err when set.
+type forgetter struct {
+	keys []string
+	err  error
+}
+
+func (f *forgetter) forget(_ context.Context, key string) error {
+	f.keys = append(f.keys, key)
+	return f.err
+}
+
+// testOpsResend: Resend clears the job's idempotency entry (its key is the
+// job's id) and then queues the job again as RetryFailed does; it checks
+// the job first, forgetting nothing for a job it does not hold
+// (ErrNotFound), one not failed (ErrNotFailed), one whose message was
+// dropped (ErrNoData) or when Forget is missing (ErrNoForget), and leaves
+// the job as it was when Forget fails.
+func testOpsResend(t *testing.T, s *suite) {
+	op := operator(t, s)
+	u, f, running := s.job(jobv1.PriorityNormal, "t"), s.job(jobv1.PriorityNormal, ""), s.job(jobv1.PriorityNormal, "")
+	s.enqueue(t, u, f, running)
+	ls := byID(s.reserve(t, 3))
+	s.settle(t, ls[u.ID], failIn(codes.StateDeliveryUnknown))
+	s.settle(t, ls[f.ID], failIn(codes.StateFailed))
+	fg := &forgetter{}
+	for _, tc := range []struct {
+		id   string
+		want error
+	}{
+		{"no-such-job", mailqueue.ErrNotFound},
+		{running.ID, mailqueue.ErrNotFailed},
+	} {
+		if err := op.Resend(s.ctx, mailqueue.ResendParams{ID: tc.id, Forget: fg.forget}); !errors.Is(err, tc.want) {
+			t.Errorf("Resend(%s): %v, want %v", tc.id, err, tc.want)
+		}
+	}
+	if err := op.Resend(s.ctx, mailqueue.ResendParams{ID: u.ID}); !errors.Is(err, mailqueue.ErrNoForget) {
+		t.Errorf("Resend without Forget: %v, want ErrNoForget", err)
+	}
+	if len(fg.keys) != 0 {
+		t.Fatalf("Resend refused, yet forgot %v", fg.keys)
+	}
+	if s.RetainData == mailqueue.RetainNoData {
+		if err := op.Resend(s.ctx, mailqueue.ResendParams{ID: u.ID, Forget: fg.forget}); !errors.Is(err, mailqueue.ErrNoData) || len(fg.keys) != 0 {
+			t.Errorf("Resend of a job whose message was dropped: %v, forgot %v; want ErrNoData, nothing forgotten", err, fg.keys)
+		}
+		return
+	}
+	down := errors.New("the idempotency store is down")
+	failing := &forgetter{err: down}
+	if err := op.Resend(s.ctx, mailqueue.ResendParams{ID: u.ID, Forget: failing.forget}); !errors.Is(err, down) {
+		t.Errorf("Resend whose Forget failed: %v, want its error", err)
+	}
+	if r := s.get(t, op, u.ID); r.State != mailqueue.JobDeliveryUnknown {
+		t.Errorf("after a Resend whose Forget failed: %s, want delivery_unknown, as it was", r.State)
+	}
+	for _, id := range []string{u.ID, f.ID} {
+		if err := op.Resend(s.ctx, mailqueue.ResendParams{ID: id, Forget: fg.forget}); err != nil {
+			t.Fatalf("Resend(%s): %v", id, err)
+		}
+	}
+	if fmt.Sprint(fg.keys) != fmt.Sprint([]string{u.ID, f.ID}) {
+		t.Errorf("Resend forgot the keys %v, want the jobs' ids %v", fg.keys, []string{u.ID, f.ID})
+	}
+	if err := op.Resend(s.ctx, mailqueue.ResendParams{ID: u.ID, Forget: fg.forget}); !errors.Is(err, mailqueue.ErrNotFailed) || len(fg.keys) != 2 {
+		t.Errorf("Resend of a job queued again already: %v, forgot %v; want ErrNotFailed, nothing more forgotten", err, fg.keys)
+	}
+	again := byID(s.reserve(t, 10))
+	for _, j := range []mailqueue.NewJob{u, f} {
+		if l, ok := again[j.ID]; !ok || l.Attempt != 1 || string(l.Data) != string(j.Data) {
+			t.Errorf("after Resend, %s leased as %+v; want attempt 1, its data", j.ID, l)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package mailqueue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/alexify/mailer/gen/codes"
@@ -139,9 +140,37 @@ type PurgeParams struct {
 	// State is JobAccepted, JobFailed or JobDeliveryUnknown; any other
 	// state is refused.
 	State JobState
-	// OlderThan is how long ago a job must have finished; 0 forgets every
+	// OlderThan is how long ago a job must have finished; 0 purges every
 	// finished job of the state. A negative value is refused.
 	OlderThan time.Duration
+	// ForgetKeys forgets the purged jobs whole, their {v, hash} too, so
+	// that an enqueue under the key of one of them is stored and sent
+	// again: a producer that retries an enqueue it had made before the
+	// purge sends the message a second time. False (the default) keeps
+	// each purged job's {v, hash} until its retention would have ended,
+	// so that an enqueue under its key is still told a Duplicate (or a
+	// Conflict) as it would have been (issue 10, point 7).
+	ForgetKeys bool
+}
+
+// ErrNoForget is returned by Operator.Resend when ResendParams.Forget is
+// nil: a resend that does not clear the job's idempotency entry would
+// replay its stored receipt, as RetryFailed does, and send nothing.
+var ErrNoForget = errors.New("mailqueue: ResendParams.Forget is required")
+
+// ResendParams say which failed job Operator.Resend sends again, and how
+// to clear its idempotency entry.
+type ResendParams struct {
+	// ID is the job's id.
+	ID string
+	// Forget clears the entry of the job's idempotency key in the store
+	// the workers' transport dedupes by, so that the next send goes: the
+	// Forget method of the mail/idempotency.Store of the workers'
+	// IdempotencyTransport (the key is the job's id: the worker sets
+	// mail.Message.IdempotencyKey to it). A key that holds no entry is no
+	// error. Required (ErrNoForget): workers with no such store have
+	// nothing to forget; give a func that returns nil.
+	Forget func(ctx context.Context, key string) error
 }
 
 // ResumeParams say which pause Pauser.Resume ends.
@@ -179,10 +208,58 @@ type Operator interface {
 	// RetryFailed queues a failed job (failed or delivery_unknown) again,
 	// due now, its attempts and redeliveries reset. It returns an error
 	// wrapping ErrNotFound, ErrNotFailed or ErrNoData when it cannot.
+	//
+	// Under an IdempotencyTransport (mail/idempotency), a job whose key
+	// holds a receipt (a send accepted, or of unknown delivery) or a
+	// reservation (a run that died mid-send) is not sent again: its run
+	// answers the stored receipt for as long as it is kept (a day), and
+	// a job of unknown delivery ends delivery_unknown again. That is the
+	// safe side, as the message may have been accepted; to send it again
+	// all the same, use Resend.
 	RetryFailed(ctx context.Context, id string) error
-	// Purge forgets the finished jobs of p.State that finished at least
+	// Resend sends a failed job (failed or delivery_unknown) again: it
+	// clears the job's idempotency entry through p.Forget, then queues
+	// the job again as RetryFailed does. The recipient may get the
+	// message twice: a job of unknown delivery may have been accepted.
+	// It returns an error wrapping ErrNoForget, ErrNotFound, ErrNotFailed
+	// or ErrNoData, checked before anything is forgotten, or the error
+	// of p.Forget, the job then left as it was. Between Forget and the
+	// queueing, the entry is gone and the job still failed: a crash there
+	// leaves a job that RetryFailed sends (its key now holds nothing).
+	Resend(ctx context.Context, p ResendParams) error
+	// Purge drops the finished jobs of p.State that finished at least
 	// p.OlderThan ago, and returns how many. Queued and running jobs are
-	// never purged. An enqueue under the key of a purged job stores it
-	// again: purging accepted jobs ends their dedupe window early.
+	// never purged. A purged job is gone for every other operation
+	// (ErrNotFound), but keeps its {v, hash} until its retention would
+	// have ended (DedupeWindow for an accepted job, RetainFailed for the
+	// others), so that an enqueue under its key is still a Duplicate;
+	// with p.ForgetKeys it is forgotten whole, and an enqueue under its
+	// key stores it and sends it again.
 	Purge(ctx context.Context, p PurgeParams) (int, error)
+}
+
+// ResendByRetry is Operator.Resend made of an operator's Get and its
+// RetryFailed (retry), for a driver: it checks the job (ErrNoForget,
+// ErrNotFound, ErrNotFailed, ErrNoData) before it forgets anything, then
+// forgets the job's idempotency entry, then queues the job again. The
+// entry is cleared before the job is queued, so that no run of the job
+// can answer the old receipt.
+func ResendByRetry(ctx context.Context, in Inspector, retry func(ctx context.Context, id string) error, p ResendParams) error {
+	if p.Forget == nil {
+		return ErrNoForget
+	}
+	j, err := in.Get(ctx, p.ID)
+	if err != nil {
+		return err
+	}
+	switch {
+	case j.State != JobFailed && j.State != JobDeliveryUnknown:
+		return fmt.Errorf("mailqueue: resend: %w: %s is %s", ErrNotFailed, p.ID, j.State)
+	case !j.DataKept:
+		return fmt.Errorf("mailqueue: resend: %w: %s", ErrNoData, p.ID)
+	}
+	if err := p.Forget(ctx, p.ID); err != nil {
+		return fmt.Errorf("mailqueue: resend %s: clearing its idempotency entry (the job is left as it was): %w", p.ID, err)
+	}
+	return retry(ctx, p.ID)
 }

@@ -49,7 +49,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		printCodes(stdout)
 		return 0
 	case "stats", "failed", "retry", "purge":
-		return opsCommand(ctx, args[0], args[1:], stdout, stderr)
+		return opsCommand(ctx, args[0], args[1:], stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

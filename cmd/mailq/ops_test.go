@@ -63,6 +63,7 @@ func TestOperationsOnAnyStore(t *testing.T) {
 	t.Run("failed", testFailedOnAnyStore)
 	t.Run("retry", testRetryOnAnyStore)
 	t.Run("purge", testPurgeOnAnyStore)
+	t.Run("resend", testResendOnAnyStore)
 }
 
 func testStatsOnAnyStore(t *testing.T) {
@@ -113,21 +114,71 @@ func testRetryOnAnyStore(t *testing.T) {
 	}
 }
 
+// testPurgeOnAnyStore: purge says how many jobs it will drop and what
+// that does, asks, and purges only when told yes (or --yes); a purged
+// job enqueued again is still a duplicate, unless --forget-keys.
 func testPurgeOnAnyStore(t *testing.T) {
-	_, st := memoryStore(t)
+	q, st := memoryStore(t)
+	acc := mailqueue.JobAccepted
 	tests := []struct {
+		name     string
 		o        opArgs
 		wantCode int
-		wantOut  string
+		wantOut  []string
 	}{
-		{opArgs{state: mailqueue.JobAccepted, olderThan: time.Hour}, 0, "0 accepted jobs forgotten"},
-		{opArgs{state: mailqueue.JobAccepted}, 0, "1 accepted jobs forgotten"},
-		{opArgs{state: mailqueue.JobQueued}, 1, ""},
+		{"none old enough", opArgs{state: acc, olderThan: time.Hour}, 0, []string{"nothing to purge"}},
+		{"no answer", opArgs{state: acc}, 1, []string{"1 accepted jobs finished before 2026-12-01T09:01:30Z will be purged", "still a duplicate", "[y/N]"}},
+		{"answered no", opArgs{state: acc, confirm: strings.NewReader("n\n")}, 1, []string{"[y/N]"}},
+		{"not finished", opArgs{state: mailqueue.JobQueued, yes: true}, 1, nil},
+		{"answered yes", opArgs{state: acc, confirm: strings.NewReader("yes\n")}, 0, []string{"1 accepted jobs purged"}},
+		{"purged already", opArgs{state: acc, yes: true}, 0, []string{"nothing to purge"}},
 	}
 	for _, tc := range tests {
-		if out, errOut, code := op(st, "purge", tc.o); code != tc.wantCode || !strings.Contains(out, tc.wantOut) {
-			t.Errorf("purge %+v = %d:\n%s%s; want %d, %q", tc.o, code, out, errOut, tc.wantCode, tc.wantOut)
+		out, errOut, code := op(st, "purge", tc.o)
+		if code != tc.wantCode {
+			t.Errorf("purge, %s = %d:\n%s%s; want %d", tc.name, code, out, errOut, tc.wantCode)
 		}
+		for _, w := range tc.wantOut {
+			if !strings.Contains(out, w) {
+				t.Errorf("purge, %s: the output lacks %q:\n%s%s", tc.name, w, out, errOut)
+			}
+		}
+	}
+	ctx := context.Background()
+	again := mailqueue.NewJob{ID: "job-2", Hash: "h-job-2", Data: []byte(`{"v":1}`), RunAt: time.Now(), EnqueuedAt: time.Now(), MaxAttempts: 5}
+	if res, err := q.Source().Enqueue(ctx, []mailqueue.NewJob{again}); err != nil || !res[0].Duplicate {
+		t.Errorf("the purged job-2 enqueued again: %+v, %v; want Duplicate", res, err)
+	}
+	out, errOut, code := op(st, "purge", opArgs{state: mailqueue.JobFailed, forgetKeys: true, yes: true})
+	if code != 0 || !strings.Contains(out, "SENT AGAIN") || !strings.Contains(out, "1 failed jobs purged") {
+		t.Errorf("purge --forget-keys = %d:\n%s%s; want told of the risk, purged", code, out, errOut)
+	}
+	again.ID, again.Hash = "job-1", "h-job-1"
+	if res, err := q.Source().Enqueue(ctx, []mailqueue.NewJob{again}); err != nil || res[0].Duplicate {
+		t.Errorf("job-1 enqueued again after purge --forget-keys: %+v, %v; want stored again", res, err)
+	}
+}
+
+// testResendOnAnyStore: retry --resend forgets the job's key through the
+// store's idempotency store, then queues the job again, saying the
+// recipient may get it twice; without an idempotency store it refuses.
+func testResendOnAnyStore(t *testing.T) {
+	q, st := memoryStore(t)
+	out, errOut, code := op(st, "retry", opArgs{resend: true, ids: []string{"job-1"}})
+	if code != 1 || !strings.Contains(errOut, "no idempotency store") {
+		t.Errorf("retry --resend with no idempotency store = %d:\n%s%s; want refused", code, out, errOut)
+	}
+	var forgot []string
+	st.forget = func(_ context.Context, key string) error { forgot = append(forgot, key); return nil }
+	out, errOut, code = op(st, "retry", opArgs{resend: true, ids: []string{"job-1", "job-2"}})
+	if code != 1 || !strings.Contains(out, "job-1 queued again, its idempotency key cleared") || !strings.Contains(out, "may get it twice") || !strings.Contains(errOut, "not failed") {
+		t.Errorf("retry --resend = %d:\n%s%s; want job-1 resent, job-2 not failed", code, out, errOut)
+	}
+	if len(forgot) != 1 || forgot[0] != "job-1" {
+		t.Errorf("retry --resend forgot %v, want [job-1]", forgot)
+	}
+	if j, err := q.Get(context.Background(), "job-1"); err != nil || j.State != mailqueue.JobQueued {
+		t.Errorf("after retry --resend: %+v, %v; want job-1 queued", j, err)
 	}
 }
 
@@ -139,7 +190,8 @@ func TestOperationsNeedAStore(t *testing.T) {
 		{"stats"},
 		{"failed", "--limit", "3"},
 		{"retry", "--redis", "redis://127.0.0.1:6379/0"},
-		{"purge", "--redis", "redis://127.0.0.1:6379/nodb", "--state", "failed"},
+		{"purge", "--redis", "redis://127.0.0.1:6379/nodb", "--state", "failed", "--older-than", "1h"},
+		{"purge", "--redis", "redis://127.0.0.1:6379/0", "--state", "failed"},
 	} {
 		var out, errOut bytes.Buffer
 		if code := run(context.Background(), args, nil, &out, &errOut); code != 2 {

@@ -13,17 +13,20 @@ import (
 )
 
 // redisUsage is the part of the usage text of the Redis store's flags.
-const redisUsage = `      --redis URL [--prefix P] [--queue Q] [--cluster]
+const redisUsage = `      --redis URL [--prefix P] [--queue Q] [--cluster] [--idempotency-prefix I]
                           a Redis queue: URL is redis://[:password@]host:port[/db]
                           (rediss:// for TLS); a comma-separated list of host:port,
-                          or --cluster, for a Redis Cluster
+                          or --cluster, for a Redis Cluster; I is the prefix of the
+                          workers' IdempotencyStore (retry --resend; "mailer")
 `
 
-// redisFlags name a Redis queue.
+// redisFlags name a Redis queue, and the idempotency store its workers
+// share (for retry --resend).
 type redisFlags struct {
 	url           string
 	cluster       bool
 	prefix, queue string
+	idemPrefix    string
 }
 
 // register adds the Redis flags to fs.
@@ -32,6 +35,8 @@ func (f *redisFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.cluster, "cluster", false, "the Redis server is a Redis Cluster")
 	fs.StringVar(&f.prefix, "prefix", redisdriver.DefaultPrefix, "the Redis queue's key prefix")
 	fs.StringVar(&f.queue, "queue", redisdriver.DefaultQueue, "the Redis queue's name")
+	fs.StringVar(&f.idemPrefix, "idempotency-prefix", redisdriver.DefaultIdempotencyPrefix,
+		"retry --resend: the key prefix of the workers' Redis IdempotencyStore")
 }
 
 // openRedis opens the Redis queue f names, as it is in Redis: its
@@ -51,7 +56,8 @@ func openRedis(ctx context.Context, f redisFlags, log *slog.Logger) (*store, err
 		_ = client.Close()
 		return nil, err
 	}
-	return &store{op: q, name: q.Source().Tag(), close: func() { _ = client.Close() }}, nil
+	idem := redisdriver.NewIdempotencyStore(client, f.idemPrefix)
+	return &store{op: q, name: q.Source().Tag(), forget: idem.Forget, close: func() { _ = client.Close() }}, nil
 }
 
 // redisClient connects to url: a redis:// URL, or for a cluster a

@@ -99,11 +99,65 @@ func TestRedisOperations(t *testing.T) {
 	if st, _ := src.Stats(ctx); st.Queued != 1 || st.Failed != 0 {
 		t.Errorf("after mailq retry: %+v, want job-1 queued", st)
 	}
-	if out, code := mailq("purge", "--state", "accepted"); code != 0 || !strings.Contains(out, "1 accepted jobs forgotten") {
-		t.Errorf("mailq purge = %d:\n%s", code, out)
+	if out, code := mailq("purge", "--state", "accepted"); code != 2 || !strings.Contains(out, "--older-than is required") {
+		t.Errorf("mailq purge without --older-than = %d:\n%s; want a mistake of usage", code, out)
 	}
-	if out, code := mailq("purge", "--state", "queued"); code != 1 {
+	if out, code := mailq("purge", "--state", "accepted", "--older-than", "0s"); code != 1 || !strings.Contains(out, "1 accepted jobs finished before") || !strings.Contains(out, "nothing purged") {
+		t.Errorf("mailq purge without --yes and no answer = %d:\n%s; want told, asked, nothing purged", code, out)
+	}
+	if out, code := mailq("purge", "--state", "accepted", "--older-than", "0s", "--yes"); code != 0 || !strings.Contains(out, "1 accepted jobs purged") {
+		t.Errorf("mailq purge --yes = %d:\n%s", code, out)
+	}
+	if res, err := src.Enqueue(ctx, []mailqueue.NewJob{{ID: "job-2", Hash: "h2", Data: []byte(`{"v":1}`), RunAt: now, EnqueuedAt: now, MaxAttempts: 5}}); err != nil || !res[0].Duplicate {
+		t.Errorf("job-2 enqueued again after mailq purge: %+v, %v; want Duplicate", res, err)
+	}
+	if out, code := mailq("purge", "--state", "queued", "--older-than", "0s"); code != 1 {
 		t.Errorf("mailq purge of queued jobs = %d, want 1:\n%s", code, out)
+	}
+}
+
+// TestRedisRetryResend: mailq retry --resend clears the job's entry in the
+// workers' Redis IdempotencyStore (--idempotency-prefix) and queues it
+// again; mailq retry alone leaves the entry.
+func TestRedisRetryResend(t *testing.T) {
+	ctx := context.Background()
+	c, src, prefix := redisQueue(t, redisdriver.Options{})
+	idemPrefix := prefix + "-idem"
+	idem := redisdriver.NewIdempotencyStore(c, idemPrefix)
+	t.Cleanup(func() { _ = idem.Forget(ctx, "job-1") })
+	now := time.Now()
+	if _, err := src.Enqueue(ctx, []mailqueue.NewJob{{ID: "job-1", Hash: "h1", Data: []byte(`{"v":1}`), RunAt: now, EnqueuedAt: now, MaxAttempts: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	unknown := func() {
+		t.Helper()
+		ls, err := src.Reserve(ctx, mailqueue.ReserveParams{Limit: 1, LeaseDuration: time.Minute})
+		if err != nil || len(ls) != 1 {
+			t.Fatalf("Reserve: %d, %v", len(ls), err)
+		}
+		_, _ = src.Fail(ctx, mailqueue.FailParams{ID: ls[0].ID, Token: ls[0].Token, State: codes.StateDeliveryUnknown, Code: codes.DeliveryUnknown})
+	}
+	unknown()
+	if _, err := idem.Reserve(ctx, "job-1", "run-1", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	mailq := mailqOn(c)
+	if out, errOut, code := mailq(prefix, "retry", "--idempotency-prefix", idemPrefix, "job-1"); code != 0 || strings.Contains(out, "cleared") {
+		t.Fatalf("mailq retry = %d:\n%s%s", code, out, errOut)
+	}
+	if e, _ := idem.Reserve(ctx, "job-1", "run-2", time.Hour); e == nil {
+		t.Fatal("mailq retry cleared the job's idempotency entry")
+	}
+	unknown()
+	out, errOut, code := mailq(prefix, "retry", "--resend", "--idempotency-prefix", idemPrefix, "job-1")
+	if code != 0 || !strings.Contains(out, "job-1 queued again, its idempotency key cleared") || !strings.Contains(out, "twice") {
+		t.Fatalf("mailq retry --resend = %d:\n%s%s", code, out, errOut)
+	}
+	if e, err := idem.Reserve(ctx, "job-1", "run-3", time.Hour); e != nil || err != nil {
+		t.Errorf("after mailq retry --resend the job's key holds %+v, %v; want nothing", e, err)
+	}
+	if j, err := src.Get(ctx, "job-1"); err != nil || j.State != mailqueue.JobQueued {
+		t.Errorf("after mailq retry --resend: %+v, %v; want queued", j, err)
 	}
 }
 
@@ -129,7 +183,7 @@ func TestRedisOperationsOnNoQueue(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "accepted          0") || !strings.HasSuffix(out, "false\n") {
 		t.Errorf("mailq stats of no queue = %d:\n%q\n%s", code, out, errOut)
 	}
-	for _, cmd := range [][]string{{"failed"}, {"retry", "nope"}, {"purge", "--state", "failed"}} {
+	for _, cmd := range [][]string{{"failed"}, {"retry", "nope"}, {"purge", "--state", "failed", "--older-than", "0s"}} {
 		if out, errOut, code := mailq(none, cmd...); code == 2 {
 			t.Errorf("mailq %v on no queue = %d:\n%s%s", cmd, code, out, errOut)
 		}

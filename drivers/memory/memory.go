@@ -154,6 +154,11 @@ type record struct {
 	token string // the lease's, while running
 	until time.Time
 	order uint64 // the order it was enqueued in, for List
+
+	// purged is true for a finished job an operator purged: it keeps only
+	// its id, hash, version, state and finish time, to tell duplicates
+	// until its retention ends, and is gone for every operation.
+	purged bool
 }
 
 // NewSource returns an empty Source. It returns a *mailqueue.OptionError

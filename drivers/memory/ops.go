@@ -51,7 +51,20 @@ func (q *Queue) RetryFailed(ctx context.Context, id string) error {
 	return nil
 }
 
-// Purge forgets finished jobs; see mailqueue.Operator.
+// Resend clears a failed job's idempotency entry and queues it again,
+// waking the idle runners; see mailqueue.Operator. The recipient may get
+// the message twice.
+func (q *Queue) Resend(ctx context.Context, p mailqueue.ResendParams) error {
+	return mailqueue.ResendByRetry(ctx, q, q.RetryFailed, p)
+}
+
+// Resend clears a failed job's idempotency entry and queues it again; see
+// mailqueue.Operator.
+func (s *Source) Resend(ctx context.Context, p mailqueue.ResendParams) error {
+	return mailqueue.ResendByRetry(ctx, s, s.RetryFailed, p)
+}
+
+// Purge drops finished jobs; see mailqueue.Operator.
 func (q *Queue) Purge(ctx context.Context, p mailqueue.PurgeParams) (int, error) {
 	return q.src.Purge(ctx, p)
 }
@@ -99,6 +112,9 @@ func (s *Source) Stats(ctx context.Context) (mailqueue.Stats, error) {
 	st := mailqueue.Stats{Now: now}
 	var oldest time.Time
 	for _, r := range s.jobs {
+		if r.purged {
+			continue
+		}
 		switch r.State {
 		case mailqueue.JobQueued:
 			st.Queued++
@@ -139,7 +155,7 @@ func (s *Source) Stats(ctx context.Context) (mailqueue.Stats, error) {
 func (s *Source) ordered(state mailqueue.JobState) []*record {
 	var rs []*record
 	for _, r := range s.jobs {
-		if r.State == state {
+		if r.State == state && !r.purged {
 			rs = append(rs, r)
 		}
 	}
@@ -216,7 +232,7 @@ func (s *Source) Get(ctx context.Context, id string) (mailqueue.JobRow, error) {
 	defer s.mu.Unlock()
 	s.purge(s.clock.Now())
 	r, ok := s.jobs[id]
-	if !ok {
+	if !ok || r.purged {
 		return mailqueue.JobRow{}, fmt.Errorf("memory: %w: %s", mailqueue.ErrNotFound, id)
 	}
 	return r.row(), nil
@@ -232,7 +248,7 @@ func (s *Source) Data(ctx context.Context, id string) ([]byte, error) {
 	s.purge(s.clock.Now())
 	r, ok := s.jobs[id]
 	switch {
-	case !ok:
+	case !ok || r.purged:
 		return nil, fmt.Errorf("memory: %w: %s", mailqueue.ErrNotFound, id)
 	case r.Data == nil:
 		return nil, fmt.Errorf("memory: %w: %s", mailqueue.ErrNoData, id)
@@ -275,7 +291,7 @@ func (s *Source) RetryFailed(ctx context.Context, id string) error {
 	s.purge(now)
 	r, ok := s.jobs[id]
 	switch {
-	case !ok:
+	case !ok || r.purged:
 		return fmt.Errorf("memory: %w: %s", mailqueue.ErrNotFound, id)
 	case r.State != mailqueue.JobFailed && r.State != mailqueue.JobDeliveryUnknown:
 		return fmt.Errorf("memory: %w: %s is %s", mailqueue.ErrNotFailed, id, r.State)
@@ -300,8 +316,9 @@ func (s *Source) RetryFailed(ctx context.Context, id string) error {
 	return nil
 }
 
-// Purge forgets the finished jobs of p.State that finished at least
-// p.OlderThan ago; see mailqueue.Operator.
+// Purge drops the finished jobs of p.State that finished at least
+// p.OlderThan ago, keeping their {v, hash} for their retention unless
+// p.ForgetKeys; see mailqueue.Operator.
 func (s *Source) Purge(ctx context.Context, p mailqueue.PurgeParams) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -321,15 +338,23 @@ func (s *Source) Purge(ctx context.Context, p mailqueue.PurgeParams) (int, error
 	cut := now.Add(-p.OlderThan)
 	n := 0
 	for id, r := range s.jobs {
-		if r.State == p.State && !r.FinishedAt.After(cut) {
-			delete(s.jobs, id)
-			n++
+		if r.State != p.State || r.purged || r.FinishedAt.After(cut) {
+			continue
 		}
+		n++
+		if p.ForgetKeys {
+			delete(s.jobs, id)
+			continue
+		}
+		// The job keeps what tells a duplicate, until its entry in the
+		// expiry heap (its retention) forgets it.
+		r.purged = true
+		r.stored = stored{ID: r.ID, Hash: r.Hash, Version: r.Version, State: r.State, FinishedAt: r.FinishedAt}
 	}
 	if n > 0 {
 		kept := s.finished[:0]
 		for _, r := range s.finished {
-			if s.jobs[r.ID] == r {
+			if s.jobs[r.ID] == r && !r.purged {
 				kept = append(kept, r)
 			}
 		}

@@ -9,6 +9,14 @@
 // send it beside this one. Settles are fenced by the lease token: a settle
 // the store refuses is logged as queue.settle_fenced.
 //
+// A blip of the store is not a lost run: a settle the store did not answer
+// (an error, not a refusal) is tried again after 50 ms, doubling up to 2 s,
+// for as long as the run's lease lasts, and only then logged as
+// queue.settle_failed and left to run out (issue 10, point 4: a Redis
+// restart of a few seconds must not turn the sends in flight into
+// redeliveries). An idle runner whose reserve failed tries again after
+// 100 ms, doubling up to PollInterval, instead of waiting a whole poll.
+//
 // Two optional interfaces of a Source make it faster, and change nothing
 // for a source without them: a Notifier wakes idle runners when a job may
 // be due, and a SettleReserver settles a run and leases the next job of
@@ -39,13 +47,24 @@ const (
 	// invalidOutcomeDelay is how long a job whose handler gave no outcome,
 	// or panicked, waits before it is due again.
 	invalidOutcomeDelay = mailqueue.BackoffBase
+	// settleRetryBase and settleRetryMax bound the waits between the tries
+	// of a settle the store did not answer: 50 ms, doubling, at most 2 s,
+	// so that a restart of the store of a few seconds is bridged in a few
+	// tries, while the lease lasts.
+	settleRetryBase = 50 * time.Millisecond
+	settleRetryMax  = 2 * time.Second
+	// reserveRetryBase is the first wait of an idle runner whose reserve
+	// failed; it doubles up to PollInterval.
+	reserveRetryBase = 100 * time.Millisecond
 )
 
 // Options configure a Driver. A zero field takes the default; New refuses a
 // negative duration.
 type Options struct {
 	// PollInterval is how long an idle worker waits between reserves when
-	// it is not woken (1 second).
+	// it is not woken (1 second). After a reserve that failed it waits
+	// 100 ms, then twice as long after each failure, never more than
+	// PollInterval, so that a store back from a blip is used at once.
 	PollInterval time.Duration
 	// LeaseDuration is the length of a lease, extended every third of it
 	// (1 minute). Keep it well above the time a store call takes: a run is
@@ -232,6 +251,9 @@ type runner struct {
 
 func (r *runner) loop() {
 	defer close(r.done)
+	// backoff is the wait after a failed reserve: reserveRetryBase,
+	// doubling up to the poll interval; zero after a reserve that worked.
+	var backoff time.Duration
 	for {
 		if r.gate != nil {
 			select {
@@ -257,8 +279,13 @@ func (r *runner) loop() {
 			}
 		}
 		leases, err := r.d.src.Reserve(r.base, mailqueue.ReserveParams{Limit: free, LeaseDuration: r.d.opts.LeaseDuration})
+		wait := r.d.opts.PollInterval
 		if err != nil {
 			r.d.log.Error(string(codes.QueueReserveFailed), "err", err)
+			backoff = nextReserveBackoff(backoff, r.d.opts.PollInterval)
+			wait = backoff
+		} else {
+			backoff = 0
 		}
 		for _, l := range leases {
 			free--
@@ -271,7 +298,7 @@ func (r *runner) loop() {
 		if len(leases) > 0 && err == nil {
 			continue
 		}
-		t := r.d.opts.Clock.NewTimer(r.d.opts.PollInterval)
+		t := r.d.opts.Clock.NewTimer(wait)
 		select {
 		case <-t.C():
 		case <-r.wake:
@@ -281,6 +308,16 @@ func (r *runner) loop() {
 			return
 		}
 	}
+}
+
+// nextReserveBackoff returns the wait after a failed reserve that follows
+// a wait of prev (0 after a reserve that worked): reserveRetryBase, then
+// twice the last, never more than poll.
+func nextReserveBackoff(prev, poll time.Duration) time.Duration {
+	if prev <= 0 {
+		return min(reserveRetryBase, poll)
+	}
+	return min(2*prev, poll)
 }
 
 // run runs the handler on one lease, keeps the lease and settles; with a
@@ -301,9 +338,10 @@ func (r *runner) runOne(l *mailqueue.Lease) *mailqueue.Lease {
 	defer cancel(nil)
 	stop := make(chan struct{})
 	kept := make(chan struct{})
+	until := l.Until // the end of the lease as last extended, once kept is closed
 	go func() {
 		defer close(kept)
-		r.keep(ctx, cancel, l, stop)
+		until = r.keep(ctx, cancel, l, stop)
 	}()
 	out := r.handle(ctx, l)
 	close(stop)
@@ -313,10 +351,43 @@ func (r *runner) runOne(l *mailqueue.Lease) *mailqueue.Lease {
 		return nil
 	}
 	if sr, ok := r.d.src.(SettleReserver); ok && out.Pause == nil && r.reserving() {
-		return r.settleAndReserve(sr, l, out)
+		return r.settleAndReserve(sr, l, out, until)
 	}
-	r.settle(l, out)
+	r.settle(l, out, until)
 	return nil
+}
+
+// persist calls the store through call until it answers (a nil error),
+// waiting settleRetryBase, then twice as long each time up to
+// settleRetryMax, between the tries. It gives up, returning the last
+// error, when the next try would come at or after until (the end of the
+// run's lease: past it the job is another run's to take), or when the
+// runner is aborted. Each try gets settleTimeout.
+func (r *runner) persist(l *mailqueue.Lease, what string, until time.Time, call func(ctx context.Context) error) error {
+	c := r.d.opts.Clock
+	wait := settleRetryBase
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+		err := call(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if !c.Now().Add(wait).Before(until) || r.base.Err() != nil {
+			return err
+		}
+		// Below error: the store may answer the next try; only a settle
+		// given up is the code's error.
+		r.d.log.Debug(string(codes.QueueSettleFailed), "job_id", l.ID, "action", what, "retry_in", wait, "err", err)
+		t := c.NewTimer(wait)
+		select {
+		case <-t.C():
+		case <-r.base.Done():
+			t.Stop()
+			return err
+		}
+		wait = min(2*wait, settleRetryMax)
+	}
 }
 
 // reserving reports whether the runner may still lease jobs: it is not
@@ -339,11 +410,20 @@ func (r *runner) reserving() bool {
 
 // settleAndReserve settles the run through a SettleReserver and returns
 // the lease it got for the slot, or nil.
-func (r *runner) settleAndReserve(sr SettleReserver, l *mailqueue.Lease, out mailqueue.Outcome) *mailqueue.Lease {
-	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
-	defer cancel()
-	ok, leases, err := sr.SettleAndReserve(ctx, SettleParams{ID: l.ID, Token: l.Token, Outcome: out},
-		mailqueue.ReserveParams{Limit: 1, LeaseDuration: r.d.opts.LeaseDuration})
+func (r *runner) settleAndReserve(sr SettleReserver, l *mailqueue.Lease, out mailqueue.Outcome, until time.Time) *mailqueue.Lease {
+	var ok bool
+	var leases []*mailqueue.Lease
+	err := r.persist(l, out.Action.String(), until, func(ctx context.Context) error {
+		limit := 1
+		if !r.reserving() {
+			// The runner began to close between two tries: settle only.
+			limit = 0
+		}
+		var err error
+		ok, leases, err = sr.SettleAndReserve(ctx, SettleParams{ID: l.ID, Token: l.Token, Outcome: out},
+			mailqueue.ReserveParams{Limit: limit, LeaseDuration: r.d.opts.LeaseDuration})
+		return err
+	})
 	switch {
 	case err != nil:
 		r.d.log.Error(string(codes.QueueSettleFailed), "job_id", l.ID, "action", out.Action.String(), "err", err)
@@ -382,8 +462,9 @@ func (r *runner) handle(ctx context.Context, l *mailqueue.Lease) (out mailqueue.
 // keep extends the lease every third of its length until stop is closed.
 // When the store does not extend it, the run is cancelled with ErrLeaseLost
 // once no more than a third of the lease is left, or at once when the store
-// says the lease is not this run's any more.
-func (r *runner) keep(ctx context.Context, cancel context.CancelCauseFunc, l *mailqueue.Lease, stop <-chan struct{}) {
+// says the lease is not this run's any more. It returns the end of the
+// lease as last extended, on the driver's clock.
+func (r *runner) keep(ctx context.Context, cancel context.CancelCauseFunc, l *mailqueue.Lease, stop <-chan struct{}) time.Time {
 	ld := r.d.opts.LeaseDuration
 	c := r.d.opts.Clock
 	until := l.Until
@@ -392,10 +473,10 @@ func (r *runner) keep(ctx context.Context, cancel context.CancelCauseFunc, l *ma
 		select {
 		case <-stop:
 			t.Stop()
-			return
+			return until
 		case <-ctx.Done():
 			t.Stop()
-			return
+			return until
 		case <-t.C():
 		}
 		ectx, ecancel := context.WithTimeout(context.WithoutCancel(ctx), ld/6)
@@ -408,33 +489,35 @@ func (r *runner) keep(ctx context.Context, cancel context.CancelCauseFunc, l *ma
 		case err == nil && !ok:
 			r.d.log.Warn(string(codes.QueueLeaseExtendFailed), "job_id", l.ID, "reason", "the lease is not this run's any more")
 			cancel(mailqueue.ErrLeaseLost)
-			return
+			return until
 		default:
 			r.d.log.Warn(string(codes.QueueLeaseExtendFailed), "job_id", l.ID, "err", err)
 			if until.Sub(c.Now()) <= ld/3 {
 				cancel(mailqueue.ErrLeaseLost)
-				return
+				return until
 			}
 		}
 	}
 }
 
-// settle tells the store the outcome, fenced by the lease token.
-func (r *runner) settle(l *mailqueue.Lease, out mailqueue.Outcome) {
-	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
-	defer cancel()
+// settle tells the store the outcome, fenced by the lease token, trying
+// again while the store does not answer and the lease lasts (persist).
+func (r *runner) settle(l *mailqueue.Lease, out mailqueue.Outcome, until time.Time) {
 	var ok bool
-	var err error
-	switch out.Action {
-	case mailqueue.Ack:
-		ok, err = r.d.src.Ack(ctx, mailqueue.AckParams{ID: l.ID, Token: l.Token})
-	case mailqueue.Retry:
-		ok, err = r.d.src.Retry(ctx, mailqueue.RetryParams{ID: l.ID, Token: l.Token, Delay: out.Delay, Code: out.Code, Reason: out.Reason})
-	case mailqueue.Fail:
-		ok, err = r.d.src.Fail(ctx, mailqueue.FailParams{ID: l.ID, Token: l.Token, State: out.State, Code: out.Code, Reason: out.Reason})
-	case mailqueue.Release:
-		ok, err = r.d.src.Release(ctx, mailqueue.ReleaseParams{ID: l.ID, Token: l.Token, Delay: out.Delay, Code: out.Code, Reason: out.Reason})
-	}
+	err := r.persist(l, out.Action.String(), until, func(ctx context.Context) error {
+		var err error
+		switch out.Action {
+		case mailqueue.Ack:
+			ok, err = r.d.src.Ack(ctx, mailqueue.AckParams{ID: l.ID, Token: l.Token})
+		case mailqueue.Retry:
+			ok, err = r.d.src.Retry(ctx, mailqueue.RetryParams{ID: l.ID, Token: l.Token, Delay: out.Delay, Code: out.Code, Reason: out.Reason})
+		case mailqueue.Fail:
+			ok, err = r.d.src.Fail(ctx, mailqueue.FailParams{ID: l.ID, Token: l.Token, State: out.State, Code: out.Code, Reason: out.Reason})
+		case mailqueue.Release:
+			ok, err = r.d.src.Release(ctx, mailqueue.ReleaseParams{ID: l.ID, Token: l.Token, Delay: out.Delay, Code: out.Code, Reason: out.Reason})
+		}
+		return err
+	})
 	switch {
 	case err != nil:
 		r.d.log.Error(string(codes.QueueSettleFailed), "job_id", l.ID, "action", out.Action.String(), "err", err)
@@ -442,6 +525,8 @@ func (r *runner) settle(l *mailqueue.Lease, out mailqueue.Outcome) {
 		r.d.log.Warn(string(codes.QueueSettleFenced), "job_id", l.ID, "action", out.Action.String())
 	}
 	if out.Pause != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+		defer cancel()
 		if err := r.d.Pause(ctx, *out.Pause); err != nil {
 			r.d.log.Error(string(codes.QueueWorkerError), "job_id", l.ID, "err", err)
 		}

@@ -33,9 +33,14 @@ type flakySource struct {
 	extends    atomic.Int32
 	settles    atomic.Int32
 	reserveErr atomic.Bool
+	reserves   atomic.Int32
+	// ackFails is how many Acks fail more (an error: the store did not
+	// answer) before they go through.
+	ackFails atomic.Int32
 }
 
 func (s *flakySource) Reserve(ctx context.Context, p mailqueue.ReserveParams) ([]*mailqueue.Lease, error) {
+	s.reserves.Add(1)
 	if s.reserveErr.Load() {
 		return nil, errors.New("store down")
 	}
@@ -57,6 +62,9 @@ func (s *flakySource) Ack(ctx context.Context, p mailqueue.AckParams) (bool, err
 	s.settles.Add(1)
 	if s.ackErr != nil {
 		return false, s.ackErr
+	}
+	if s.ackFails.Add(-1) >= 0 {
+		return false, errors.New("store unreachable")
 	}
 	if s.ackFalse.Load() {
 		return false, nil
@@ -82,15 +90,29 @@ func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
 	return nil
 }
 
+// level returns the level msg was last logged at above debug.
 func (r *recorder) level(msg string) (slog.Level, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for i, m := range r.msgs {
-		if m == msg {
+	for i := len(r.msgs) - 1; i >= 0; i-- {
+		if r.msgs[i] == msg && r.lvls[i] > slog.LevelDebug {
 			return r.lvls[i], true
 		}
 	}
 	return 0, false
+}
+
+// count returns how many times msg was logged at lvl.
+func (r *recorder) count(msg string, lvl slog.Level) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for i, m := range r.msgs {
+		if m == msg && r.lvls[i] == lvl {
+			n++
+		}
+	}
+	return n
 }
 
 type fixture struct {
@@ -219,6 +241,8 @@ func TestSettleFencedAndFailedAreLogged(t *testing.T) {
 		level slog.Level
 	}{
 		{"fenced", func(s *flakySource) { s.ackFalse.Store(true) }, codes.QueueSettleFenced, slog.LevelWarn},
+		// A store that never answers is tried until the lease ends, then
+		// given up: the clock is moved on until it is.
 		{"failed", func(s *flakySource) { s.ackErr = errors.New("store down") }, codes.QueueSettleFailed, slog.LevelError},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -228,7 +252,15 @@ func TestSettleFencedAndFailedAreLogged(t *testing.T) {
 				return mailqueue.Outcome{Action: mailqueue.Ack}
 			}), mailqueue.WorkOptions{})
 			defer func() { _ = r.Close(context.Background()) }()
-			waitFor(t, func() bool { _, ok := f.log.level(string(tc.code)); return ok })
+			waitFor(t, func() bool {
+				if _, ok := f.log.level(string(tc.code)); ok {
+					return true
+				}
+				if f.src.settles.Load() > 0 && f.fc.Timers() > 0 {
+					f.fc.Advance(time.Second) // the next try of the settle
+				}
+				return false
+			})
 			if lvl, _ := f.log.level(string(tc.code)); lvl != tc.level {
 				t.Errorf("%s logged at %v, want %v", tc.code, lvl, tc.level)
 			}
@@ -528,4 +560,97 @@ func TestSettleReserverClosingSettlesPlain(t *testing.T) {
 	if j, _ := src.Get(context.Background(), "j2"); j.State != mailqueue.JobQueued {
 		t.Errorf("j2 is %s, want queued: a closing runner leases nothing more", j.State)
 	}
+}
+
+// TestSettleRetriedThroughABlip: a settle the store does not answer twice
+// is tried again after 50 ms, then 100 ms, and applied once: the job is
+// accepted on its first attempt, never redelivered, and no
+// queue.settle_failed is logged above debug.
+func TestSettleRetriedThroughABlip(t *testing.T) {
+	f := newFixture(t)
+	f.src.ackFails.Store(2)
+	var runs atomic.Int32
+	r, _ := f.d.Work(mailqueue.HandlerFunc(func(context.Context, *mailqueue.Lease) mailqueue.Outcome {
+		runs.Add(1)
+		return mailqueue.Outcome{Action: mailqueue.Ack}
+	}), mailqueue.WorkOptions{})
+	defer func() { _ = r.Close(context.Background()) }()
+	for i, wait := range []time.Duration{50 * time.Millisecond, 100 * time.Millisecond} {
+		waitFor(t, func() bool { return f.src.settles.Load() == int32(i+1) })
+		waitTimers(t, f.fc, 1) // the wait before the next try
+		f.fc.Advance(wait - time.Millisecond)
+		if n := f.src.settles.Load(); n != int32(i+1) {
+			t.Fatalf("try %d of the settle came before %v", n, wait)
+		}
+		f.fc.Advance(time.Millisecond)
+	}
+	waitFor(t, func() bool { j, _ := f.src.Get(context.Background(), "j1"); return j.State == mailqueue.JobAccepted })
+	j, _ := f.src.Get(context.Background(), "j1")
+	if j.Attempt != 1 || j.Redeliveries != 0 || runs.Load() != 1 || f.src.settles.Load() != 3 {
+		t.Errorf("after a blip: attempt %d, %d redeliveries, %d runs, %d settles; want 1, 0, 1, 3", j.Attempt, j.Redeliveries, runs.Load(), f.src.settles.Load())
+	}
+	if n := f.log.count(string(codes.QueueSettleFailed), slog.LevelError); n != 0 {
+		t.Errorf("queue.settle_failed logged %d times at error for a settle that went through", n)
+	}
+}
+
+// TestSettleGivenUpAtTheLeaseEnd: a store that never answers is tried
+// until the next try would come past the lease, then the settle is given
+// up (queue.settle_failed, once) and the job is left to its lease.
+func TestSettleGivenUpAtTheLeaseEnd(t *testing.T) {
+	f := newFixture(t)
+	f.src.ackErr = errors.New("store down")
+	r, _ := f.d.Work(mailqueue.HandlerFunc(func(context.Context, *mailqueue.Lease) mailqueue.Outcome {
+		return mailqueue.Outcome{Action: mailqueue.Ack}
+	}), mailqueue.WorkOptions{})
+	defer func() { _ = r.Close(context.Background()) }()
+	waitFor(t, func() bool {
+		if f.log.count(string(codes.QueueSettleFailed), slog.LevelError) > 0 {
+			return true
+		}
+		if f.src.settles.Load() > 0 && f.fc.Timers() > 0 {
+			f.fc.Advance(settleRetryMax)
+		}
+		return false
+	})
+	if now := f.fc.Now(); now.After(t0.Add(polling.DefaultLeaseDuration)) {
+		t.Errorf("the settle was tried until %v, past the lease (%v)", now.Sub(t0), polling.DefaultLeaseDuration)
+	}
+	// 50 ms doubling to 2 s within a minute: 6 waits to 1.6 s, then 2 s each.
+	if n := f.src.settles.Load(); n < 20 || n > 40 {
+		t.Errorf("%d tries of the settle in a minute's lease; want about 33", n)
+	}
+	if n := f.log.count(string(codes.QueueSettleFailed), slog.LevelError); n != 1 {
+		t.Errorf("queue.settle_failed logged %d times at error, want once", n)
+	}
+}
+
+// settleRetryMax is the longest wait between two tries of a settle.
+const settleRetryMax = 2 * time.Second
+
+// TestReserveBacksOff: an idle runner whose reserve fails tries again
+// after 100 ms, 200 ms, 400 ms, 800 ms, then every poll interval (1 s);
+// once the store answers, the job runs.
+func TestReserveBacksOff(t *testing.T) {
+	f := newFixture(t)
+	f.src.reserveErr.Store(true)
+	r, _ := f.d.Work(mailqueue.HandlerFunc(func(context.Context, *mailqueue.Lease) mailqueue.Outcome {
+		return mailqueue.Outcome{Action: mailqueue.Ack}
+	}), mailqueue.WorkOptions{})
+	defer func() { _ = r.Close(context.Background()) }()
+	ms := time.Millisecond
+	for i, wait := range []time.Duration{100 * ms, 200 * ms, 400 * ms, 800 * ms, time.Second, time.Second} {
+		waitFor(t, func() bool { return f.src.reserves.Load() == int32(i+1) })
+		waitTimers(t, f.fc, 1)
+		f.fc.Advance(wait - ms)
+		if n := f.src.reserves.Load(); n != int32(i+1) {
+			t.Fatalf("reserve %d came before its wait of %v", n, wait)
+		}
+		f.fc.Advance(ms)
+	}
+	waitFor(t, func() bool { return f.src.reserves.Load() == 7 })
+	f.src.reserveErr.Store(false)
+	waitTimers(t, f.fc, 1)
+	f.fc.Advance(time.Second)
+	waitFor(t, func() bool { j, _ := f.src.Get(context.Background(), "j1"); return j.State == mailqueue.JobAccepted })
 }

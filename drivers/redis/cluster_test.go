@@ -18,6 +18,12 @@ func TestCluster(t *testing.T) {
 	t.Run("Conformance", func(t *testing.T) { runConformance(t, c) })
 	t.Run("Wake", func(t *testing.T) { testWake(t, c) })
 	t.Run("Operations", func(t *testing.T) { testOperations(t, c) })
+	t.Run("EvictionPolicy", func(t *testing.T) {
+		// Read on every master: noeviction on all of them.
+		if bad, err := readEvictionPolicy(context.Background(), c); bad != "" || err != nil {
+			t.Errorf("readEvictionPolicy on the cluster = %q, %v; want noeviction everywhere", bad, err)
+		}
+	})
 	t.Run("QueuesOnSeveralSlots", func(t *testing.T) {
 		// Queues of several names land on several masters; each works.
 		for _, q := range []string{"a", "b", "c", "d", "e", "f"} {

@@ -5,13 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/alexify/mailer/clock"
+	"github.com/alexify/mailer/gen/codes"
 	"github.com/alexify/mailer/mail"
 	"github.com/alexify/mailer/mail/idempotency"
+	"github.com/alexify/mailer/mailqueue"
 )
 
 // IdempotencyStore is an idempotency.Store on Redis, shared by every worker
@@ -23,9 +28,21 @@ import (
 // the server's clock. Each key is a key of its own, prefix:idem:<key>, and
 // every call touches one key, so the store spreads over the slots of a
 // Redis Cluster. It is safe for concurrent use.
+//
+// The server must not evict keys: an evicted reservation or receipt is a
+// message that may be sent twice. The store reads maxmemory-policy at the
+// first Reserve and again at most every EvictionCheckInterval as it is
+// used (one CONFIG GET a minute, on the way of a Reserve), and logs a
+// policy other than noeviction, or a change away from it, as
+// queue.store_unsafe; OpenIdempotencyStore also checks it at once.
 type IdempotencyStore struct {
 	c   goredis.UniversalClient
 	pfx string
+	log *slog.Logger
+
+	clk       clock.Clock  // times the checks of the policy; a fake one in tests
+	policy    policyWatch  // the eviction policy as last read
+	nextCheck atomic.Int64 // when to read the policy again (Unix ns); 0: at the next Reserve
 }
 
 var _ idempotency.Store = (*IdempotencyStore)(nil)
@@ -40,14 +57,87 @@ var (
 )
 
 // NewIdempotencyStore returns the store of the idempotency keys under
-// prefix (DefaultIdempotencyPrefix when empty) on c. The server must not
-// evict keys (maxmemory-policy noeviction): an evicted reservation is a
-// message that may be sent twice.
+// prefix (DefaultIdempotencyPrefix when empty) on c, logging to
+// slog.Default(). It makes no call: the server's eviction policy is read
+// at the first Reserve (see IdempotencyStore); OpenIdempotencyStore checks
+// it at once.
 func NewIdempotencyStore(c goredis.UniversalClient, prefix string) *IdempotencyStore {
 	if prefix == "" {
 		prefix = DefaultIdempotencyPrefix
 	}
-	return &IdempotencyStore{c: c, pfx: prefix + ":idem:"}
+	return &IdempotencyStore{c: c, pfx: prefix + ":idem:", log: slog.Default(), clk: clock.Real()}
+}
+
+// IdempotencyOptions configure OpenIdempotencyStore. The zero value takes
+// the defaults.
+type IdempotencyOptions struct {
+	// Prefix is the key prefix of the entries (DefaultIdempotencyPrefix).
+	Prefix string
+	// EvictionPolicyWarnOnly logs a maxmemory-policy other than noeviction,
+	// or one that cannot be read, as queue.store_unsafe instead of
+	// refusing to open, as Options.EvictionPolicyWarnOnly does for a
+	// queue.
+	EvictionPolicyWarnOnly bool
+	// KeepClientLogger leaves go-redis's own logger as it is (see
+	// Options.KeepClientLogger).
+	KeepClientLogger bool
+	// Logger hears what the store does; slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+// OpenIdempotencyStore checks that the server does not evict keys and
+// returns the store of the idempotency keys on c. It returns an error
+// wrapping ErrEvictionPolicy for a maxmemory-policy other than noeviction
+// or one that cannot be read (unless opts.EvictionPolicyWarnOnly), or the
+// server's error when it does not answer. The policy is then read again as
+// the store is used (see IdempotencyStore).
+func OpenIdempotencyStore(ctx context.Context, c goredis.UniversalClient, opts IdempotencyOptions) (*IdempotencyStore, error) {
+	if c == nil {
+		return nil, &mailqueue.OptionError{Package: "redis", Option: "the client", Rule: "is required"}
+	}
+	s := NewIdempotencyStore(c, opts.Prefix)
+	if opts.Logger != nil {
+		s.log = opts.Logger
+	}
+	if !opts.KeepClientLogger {
+		routeClientLog(s.log)
+	}
+	if err := c.Ping(ctx).Err(); err != nil {
+		return nil, fmt.Errorf("redis: the server does not answer: %w", err)
+	}
+	bad, err := readEvictionPolicy(ctx, c)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("%w: cannot read it: %w", ErrEvictionPolicy, err)
+	case bad != "":
+		err = fmt.Errorf("%w, not %s", ErrEvictionPolicy, bad)
+	}
+	s.nextCheck.Store(s.clk.Now().Add(EvictionCheckInterval).UnixNano())
+	if err == nil {
+		s.policy.state.Store(policySafe)
+		return s, nil
+	}
+	if !opts.EvictionPolicyWarnOnly {
+		return nil, err
+	}
+	s.policy.state.Store(policyUnsafe)
+	s.log.Warn(string(codes.QueueStoreUnsafe), "store", "idempotency", "reason", err.Error())
+	return s, nil
+}
+
+// checkPolicy reads the server's eviction policy when it is time to
+// (nextCheck), one caller at a time, and logs it (policyWatch.observe).
+func (s *IdempotencyStore) checkPolicy(ctx context.Context) {
+	now := s.clk.Now()
+	next := s.nextCheck.Load()
+	if now.UnixNano() < next || !s.nextCheck.CompareAndSwap(next, now.Add(EvictionCheckInterval).UnixNano()) {
+		return
+	}
+	bad, err := readEvictionPolicy(ctx, s.c)
+	if ctx.Err() != nil {
+		return
+	}
+	s.policy.observe(s.log, "idempotency", bad, err)
 }
 
 type completed struct {
@@ -57,6 +147,7 @@ type completed struct {
 
 // Reserve implements idempotency.Store.
 func (s *IdempotencyStore) Reserve(ctx context.Context, key, token string, ttl time.Duration) (*idempotency.Entry, error) {
+	s.checkPolicy(ctx)
 	k := s.pfx + key
 	for try := 0; try < 3; try++ {
 		ok, err := s.c.SetNX(ctx, k, "R"+token, ttl).Result()
@@ -113,4 +204,13 @@ func (s *IdempotencyStore) Release(ctx context.Context, key, token string) (bool
 		return false, fmt.Errorf("redis: idempotency release: %w", err)
 	}
 	return n == 1, nil
+}
+
+// Forget implements idempotency.Store: it deletes the entry of key, a
+// reservation or a receipt (DEL), so that the next send under key goes.
+func (s *IdempotencyStore) Forget(ctx context.Context, key string) error {
+	if err := s.c.Del(ctx, s.pfx+key).Err(); err != nil {
+		return fmt.Errorf("redis: idempotency forget: %w", err)
+	}
+	return nil
 }

@@ -186,7 +186,7 @@ func (s *Source) Get(ctx context.Context, id string) (mailqueue.JobRow, error) {
 }
 
 // rowFields are the fields of a job's hash a JobRow reads: never its data.
-var rowFields = []string{"hash", "v", "state", "pri", "tenant", "att", "max", "redel", "runat", "enq", "fin", "until", "code", "reason"}
+var rowFields = []string{"hash", "v", "state", "pri", "tenant", "att", "max", "redel", "runat", "enq", "fin", "until", "code", "reason", "purged"}
 
 // getMany reads the jobs of the ids, leaving out those gone and, when
 // state is set, those no longer in it.
@@ -212,7 +212,8 @@ func (s *Source) getMany(ctx context.Context, ids []string, state mailqueue.JobS
 				m[rowFields[k]] = str
 			}
 		}
-		if m["hash"] == "" || state != "" && mailqueue.JobState(m["state"]) != state {
+		// A purged job keeps its hash only to tell duplicates: it is gone.
+		if m["hash"] == "" || m["purged"] != "" || state != "" && mailqueue.JobState(m["state"]) != state {
 			continue
 		}
 		out = append(out, rowOf(ids[i], m, data[i].Val()))
@@ -260,9 +261,24 @@ func (s *Source) RetryFailed(ctx context.Context, id string) error {
 	return nil
 }
 
-// Purge forgets the finished jobs of p.State that finished at least
-// p.OlderThan ago, and returns how many; see mailqueue.Operator. Retention
-// by time does the same on its own; Purge is for an operator.
+// Resend clears a failed job's idempotency entry and queues it again,
+// waking the idle runners; see Source.Resend.
+func (q *Queue) Resend(ctx context.Context, p mailqueue.ResendParams) error {
+	return mailqueue.ResendByRetry(ctx, q, q.RetryFailed, p)
+}
+
+// Resend clears a failed job's idempotency entry (p.Forget: the Forget of
+// the workers' IdempotencyStore) and queues it again; see
+// mailqueue.Operator. The recipient may get the message twice.
+func (s *Source) Resend(ctx context.Context, p mailqueue.ResendParams) error {
+	return mailqueue.ResendByRetry(ctx, s, s.RetryFailed, p)
+}
+
+// Purge drops the finished jobs of p.State that finished at least
+// p.OlderThan ago, keeping their {v, hash} until their keys expire at the
+// end of their retention (unless p.ForgetKeys), and returns how many; see
+// mailqueue.Operator and scripts/purge.lua. Retention by time forgets them
+// on its own; Purge is for an operator.
 func (s *Source) Purge(ctx context.Context, p mailqueue.PurgeParams) (int, error) {
 	switch p.State {
 	case mailqueue.JobAccepted, mailqueue.JobFailed, mailqueue.JobDeliveryUnknown:
@@ -274,7 +290,11 @@ func (s *Source) Purge(ctx context.Context, p mailqueue.PurgeParams) (int, error
 	}
 	total := 0
 	for {
-		n, err := scriptPurge.Run(ctx, s.c, s.keys, s.args(string(p.State), p.OlderThan.Milliseconds())...).Int()
+		forget := "0"
+		if p.ForgetKeys {
+			forget = "1"
+		}
+		n, err := scriptPurge.Run(ctx, s.c, s.keys, s.args(string(p.State), p.OlderThan.Milliseconds(), forget)...).Int()
 		if err != nil {
 			return total, fmt.Errorf("redis: purge: %w", err)
 		}

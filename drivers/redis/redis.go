@@ -52,7 +52,12 @@
 // Redis must not evict keys: Open refuses a server whose maxmemory-policy is
 // not noeviction (Options.EvictionPolicyWarnOnly turns that into a
 // warning logged as queue.store_unsafe, for a managed Redis that hides
-// CONFIG).
+// CONFIG). While a worker runs, the policy is read again every minute
+// (EvictionCheckInterval), and a change away from noeviction is logged as
+// queue.store_unsafe; the IdempotencyStore reads it too.
+//
+// go-redis's own log lines go to Options.Logger at debug, not to stderr
+// (Options.KeepClientLogger leaves them be).
 package redis
 
 import (
@@ -72,6 +77,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/alexify/mailer/clock"
 	"github.com/alexify/mailer/drivers/polling"
 	"github.com/alexify/mailer/gen/codes"
 	"github.com/alexify/mailer/gen/jobv1"
@@ -137,6 +143,11 @@ type Options struct {
 	// or one that cannot be read (CONFIG hidden), as a warning instead of
 	// refusing to open: for a managed Redis you know to be set right.
 	EvictionPolicyWarnOnly bool
+	// KeepClientLogger leaves go-redis's own logger (one per process) as
+	// it is. By default the driver routes go-redis's log lines to Logger,
+	// at debug, instead of stderr; set it when the application gave
+	// go-redis a logger of its own (redis.SetLogger).
+	KeepClientLogger bool
 	// UseStored opens the queue as it is in Redis, for an operator's tool
 	// such as mailq: Fairness, DedupeWindow, RetainFailed and RetainData
 	// are the queue's, whatever these Options say (the defaults for those
@@ -240,6 +251,9 @@ type Source struct {
 
 	shift atomic.Int64 // ms added to the server's clock, in tests only
 
+	clk    clock.Clock // times the checks of the eviction policy; a fake one in tests
+	policy policyWatch // the eviction policy as last read
+
 	tokPrefix string
 	tokN      atomic.Uint64
 
@@ -275,7 +289,10 @@ func OpenSource(ctx context.Context, opts Options) (*Source, error) {
 	}
 	asked := settings{dedupe: ms(opts.DedupeWindow), retainFailed: ms(opts.RetainFailed), retainData: opts.RetainData}
 	tag := "{" + opts.Prefix + ":" + opts.Queue + "}"
-	s := &Source{c: opts.Client, opts: opts, log: opts.Logger, tag: tag, pfx: tag + ":"}
+	s := &Source{c: opts.Client, opts: opts, log: opts.Logger, tag: tag, pfx: tag + ":", clk: clock.Real()}
+	if !opts.KeepClientLogger {
+		routeClientLog(opts.Logger)
+	}
 	s.keys = []string{
 		s.pfx + "meta", s.pfx + "scheduled", s.pfx + "leased", s.pfx + "pause",
 		s.pfx + "done:accepted", s.pfx + "done:failed", s.pfx + "done:delivery_unknown",
@@ -373,7 +390,11 @@ func (s *Source) checkEviction(ctx context.Context) error {
 	} else {
 		err = check(ctx, s.c)
 	}
+	if err == nil {
+		s.policy.state.Store(policySafe)
+	}
 	if err != nil && s.opts.EvictionPolicyWarnOnly {
+		s.policy.state.Store(policyUnsafe)
 		s.log.Warn(string(codes.QueueStoreUnsafe), "reason", err.Error())
 		return nil
 	}
@@ -843,7 +864,7 @@ func (s *Source) Notify(wake chan<- struct{}) (stop func()) {
 	if n.stop == nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		n.stop, n.done = cancel, make(chan struct{})
-		go n.listen(ctx, n.done)
+		go n.run(ctx, n.done)
 	}
 	n.mu.Unlock()
 	var once sync.Once

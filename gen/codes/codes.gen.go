@@ -377,7 +377,9 @@ const (
 
 	// QueueStoreUnsafe is "queue.store_unsafe": the store may lose jobs (Redis
 	// whose maxmemory-policy is not noeviction, or cannot be read), and the queue
-	// was opened all the same, as told (EvictionPolicyWarnOnly).
+	// was opened all the same, as told (EvictionPolicyWarnOnly); or the policy
+	// changed away from noeviction while the queue runs (read again every minute,
+	// and by the IdempotencyStore).
 	//
 	// Where: log. Level: warn. Spec: mailer; bullmq.md Notes: maxmemory-policy
 	// noeviction.
@@ -920,7 +922,7 @@ var infos = []Info{
 		Code:  QueueStoreUnsafe,
 		Level: slog.LevelWarn,
 		Spec:  "mailer; bullmq.md Notes: maxmemory-policy noeviction",
-		What:  "The store may lose jobs (Redis whose maxmemory-policy is not noeviction, or cannot be read), and the queue was opened all the same, as told (EvictionPolicyWarnOnly).",
+		What:  "The store may lose jobs (Redis whose maxmemory-policy is not noeviction, or cannot be read), and the queue was opened all the same, as told (EvictionPolicyWarnOnly); or the policy changed away from noeviction while the queue runs (read again every minute, and by the IdempotencyStore).",
 		Where: WhereLog,
 	},
 	{

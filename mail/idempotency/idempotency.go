@@ -22,6 +22,17 @@
 //     that is not a *mail.Error, a receipt of no known category) completes
 //     the key with its receipt, kept Options.ReceiptTTL.
 //
+// A store that does not answer Complete or Release (a restart of a few
+// seconds) is asked again after 50 ms, doubling up to 2 s, for as long as
+// the send's context lasts (the queue cancels it when the run's lease is
+// about to be lost), so that a blip of the store leaves no key reserved
+// without its receipt, which an attempt again would take for a send of
+// unknown delivery (issue 10, point 4).
+//
+// An operator who chooses to send a job again whatever its key holds
+// (mailq retry --resend) clears its entry with Store.Forget first; the
+// recipient may then get the message twice.
+//
 // A panic of the wrapped transport goes up unrecovered and leaves the
 // reservation in place: the queue fails that attempt (queue.thrown), and an
 // attempt again answers DeliveryUnknown. A reservation without a receipt is
@@ -44,6 +55,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/alexify/mailer/clock"
 	"github.com/alexify/mailer/mail"
 )
 
@@ -57,9 +69,14 @@ const (
 	// DefaultReceiptTTL is how long a completed key keeps its receipt when
 	// Options.ReceiptTTL is zero: a day, the queue's dedupe window.
 	DefaultReceiptTTL = 24 * time.Hour
-	// storeTimeout bounds Complete and Release, which run on a context
-	// without the send's cancellation.
+	// storeTimeout bounds each try of Complete and Release, which run on a
+	// context without the send's cancellation.
 	storeTimeout = 10 * time.Second
+	// storeRetryBase and storeRetryMax bound the waits between the tries of
+	// a Complete or Release the store did not answer: 50 ms, doubling, at
+	// most 2 s.
+	storeRetryBase = 50 * time.Millisecond
+	storeRetryMax  = 2 * time.Second
 )
 
 // ErrInFlight is the cause (matched with errors.Is) of the DeliveryUnknown
@@ -112,6 +129,11 @@ type Store interface {
 	// no receipt, and returns true; otherwise it changes nothing and returns
 	// false.
 	Release(ctx context.Context, key, token string) (bool, error)
+	// Forget deletes the entry of key, a reservation or a receipt, whoever
+	// holds it; a key that holds none is no error. It is an operator's
+	// choice to send a message again (mailqueue.Operator.Resend): the next
+	// send under key goes, though the message may have gone already.
+	Forget(ctx context.Context, key string) error
 }
 
 // Options configures a Transport. The zero value takes the defaults.
@@ -127,6 +149,10 @@ type Options struct {
 	// NewToken draws the token of a reservation; 16 random bytes in
 	// hexadecimal when nil. It must not give the same token twice.
 	NewToken func() string
+	// Clock times the waits between the tries of a Complete or Release the
+	// store did not answer; the wall clock when nil (clock.NewFake in
+	// tests).
+	Clock clock.Clock
 }
 
 // Transport sends through another transport at most once per idempotency
@@ -189,6 +215,9 @@ func New(inner mail.Transport, store Store, opts Options) (*Transport, error) {
 	if opts.NewToken == nil {
 		opts.NewToken = randomToken
 	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real()
+	}
 	return &Transport{inner: inner, store: store, opts: opts}, nil
 }
 
@@ -221,6 +250,13 @@ func (t *Transport) Send(ctx context.Context, msg *mail.Message) (mail.Receipt, 
 		// outage, which spends no attempt of the job.
 		return fail(mail.Retryable, "the idempotency store failed to reserve the key; nothing was sent", errors.Join(ErrStore, mail.ErrUnavailable, err))
 	}
+	if existing != nil && existing.Receipt == nil && existing.Token == token {
+		// The reservation is this call's own: the store made it, lost its
+		// answer and was asked again (a client that retries a command
+		// after a connection dropped by a restart). The key is ours to
+		// send under, not a send in flight.
+		existing = nil
+	}
 	if existing != nil {
 		if existing.Receipt == nil {
 			return fail(mail.DeliveryUnknown, "a send under this idempotency key is in flight or died before its receipt", ErrInFlight)
@@ -248,17 +284,47 @@ func (t *Transport) Send(ctx context.Context, msg *mail.Message) (mail.Receipt, 
 		err = &mail.Error{Receipt: r, Err: err}
 	}
 
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-	defer cancel()
 	if notSent(r.Category) {
 		// A failure to release keeps the key reserved: an attempt again
 		// answers DeliveryUnknown, the safe side.
-		_, _ = t.store.Release(sctx, key, token)
+		t.untilAnswered(ctx, func(sctx context.Context) error {
+			_, err := t.store.Release(sctx, key, token)
+			return err
+		})
 	} else {
 		// A failure to complete leaves the reservation: the same.
-		_, _ = t.store.Complete(sctx, key, token, r, t.opts.ReceiptTTL)
+		t.untilAnswered(ctx, func(sctx context.Context) error {
+			_, err := t.store.Complete(sctx, key, token, r, t.opts.ReceiptTTL)
+			return err
+		})
 	}
 	return r, err
+}
+
+// untilAnswered calls the store through call, each try bounded by
+// storeTimeout and free of ctx's cancellation, until it answers (a nil
+// error, whatever the answer), waiting storeRetryBase, then twice as long
+// each time up to storeRetryMax, between the tries; it stops trying once
+// ctx is done (the run's lease is about to be lost, or the worker stops):
+// the key then stays reserved, the safe side.
+func (t *Transport) untilAnswered(ctx context.Context, call func(context.Context) error) {
+	wait := storeRetryBase
+	for {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+		err := call(sctx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		tm := t.opts.Clock.NewTimer(wait)
+		select {
+		case <-tm.C():
+		case <-ctx.Done():
+			tm.Stop()
+			return
+		}
+		wait = min(2*wait, storeRetryMax)
+	}
 }
 
 // notSent reports whether a receipt of category c proves the message did not

@@ -96,6 +96,17 @@ func (s *MemoryStore) Release(ctx context.Context, key, token string) (bool, err
 	return true, nil
 }
 
+// Forget implements Store: it deletes the entry of key, whatever it holds.
+func (s *MemoryStore) Forget(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.entries, key)
+	return nil
+}
+
 // Get returns a copy of the live entry of key, for tests and inspection.
 func (s *MemoryStore) Get(key string) (*Entry, bool) {
 	s.mu.Lock()

@@ -15,8 +15,9 @@
 local now = now_ms()
 local id = ARGV[7]
 local jk = job_key(id)
-local f = redis.call('HMGET', jk, 'state', 'pri', 'tenant', 'hash')
-if not f[4] then return 0 end
+local f = redis.call('HMGET', jk, 'state', 'pri', 'tenant', 'hash', 'purged')
+-- A job an operator purged keeps its hash to tell duplicates; it is gone.
+if not f[4] or f[5] then return 0 end
 if f[1] ~= 'failed' and f[1] ~= 'delivery_unknown' then return -1 end
 if redis.call('HEXISTS', jk, 'data') == 0 then return -2 end
 redis.call('PERSIST', jk)
