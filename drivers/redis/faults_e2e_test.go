@@ -1,3 +1,5 @@
+//go:build unix
+
 package redis_test
 
 import (
@@ -140,6 +142,7 @@ func (r *faultRig) startWorkers(n int, spec faultWorkerSpec, smtpPort int, idemA
 			envFaultConc+"="+strconv.Itoa(spec.conc), envFaultDelay+"="+spec.delay.String(), envFaultStopAt+"="+strconv.Itoa(spec.stopAt))
 		out := &bytes.Buffer{}
 		cmd.Stdout, cmd.Stderr = out, out
+		faulttest.DieWithParent(cmd)
 		if err := cmd.Start(); err != nil {
 			r.t.Fatal(err)
 		}
@@ -492,6 +495,7 @@ func TestFaultWorkerStopped(t *testing.T) {
 // faultWorker is a worker child: it runs a worker of the environment's
 // config until SIGTERM.
 func faultWorker(t *testing.T) {
+	faulttest.ExitWithParent()
 	env := func(k string) string { return os.Getenv(k) }
 	dur := func(k string) time.Duration {
 		d, err := time.ParseDuration(env(k))

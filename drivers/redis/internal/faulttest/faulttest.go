@@ -98,6 +98,7 @@ func (s *RedisServer) Start() error {
 	all := append([]string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "",
 		"--dir", s.dir, "--logfile", filepath.Join(s.dir, "redis.log")}, s.args...)
 	cmd := exec.Command(s.bin, all...)
+	DieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("faulttest: start redis-server: %w", err)
 	}
@@ -284,4 +285,19 @@ func (g *Gate) close() {
 	}
 	g.mu.Unlock()
 	g.wg.Wait()
+}
+
+// ExitWithParent, called in a child process, exits it once its parent is
+// gone (its parent process id changes), checking twice a second: a worker
+// child outlives no test, even where DieWithParent does nothing.
+func ExitWithParent() {
+	ppid := os.Getppid()
+	go func() {
+		for {
+			time.Sleep(500 * time.Millisecond)
+			if os.Getppid() != ppid {
+				os.Exit(3)
+			}
+		}
+	}()
 }
