@@ -202,8 +202,14 @@ func (g *Gate) Stop() {
 }
 
 // Open listens again on the gate's port, trying for up to 5 seconds in
-// case the port is not yet free.
+// case the port is not yet free. An open gate stays as it is.
 func (g *Gate) Open() error {
+	g.mu.Lock()
+	open := g.ln != nil
+	g.mu.Unlock()
+	if open {
+		return nil
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(g.port))

@@ -42,8 +42,10 @@ type Measure struct {
 	// Redelivered counts the jobs with a run that ended unsettled.
 	Redelivered int
 	// Recover is how long after the fault ended the first job was
-	// accepted; Drain how long until every job had finished. Both are -1 when it
-	// did not happen within the run's time.
+	// accepted; Drain how long until every job had finished. Both are -1
+	// (printed "never") when it did not happen within the run's time;
+	// Recover is NonePending when every job had finished already when the
+	// fault ended (there was nothing left to recover).
 	Recover, Drain time.Duration
 }
 
@@ -83,7 +85,14 @@ func byCode(m map[string]int) string {
 	return "{" + strings.Join(parts, ",") + "}"
 }
 
+// NonePending is the Recover of a run whose jobs had all finished when
+// the fault ended.
+const NonePending time.Duration = -2
+
 func dur(d time.Duration) string {
+	if d == NonePending {
+		return "none_pending"
+	}
 	if d < 0 {
 		return "never"
 	}
@@ -161,7 +170,8 @@ type Watch struct {
 	done  chan struct{}
 
 	mu       sync.Mutex
-	base     int64
+	base     int64 // the jobs accepted at the start
+	baseDone int64 // the jobs finished at the start
 	haveBase bool
 	first    time.Duration
 	finished int64
@@ -186,7 +196,7 @@ func (w *Watch) loop() {
 			n := st.Accepted + st.Failed + st.DeliveryUnknown
 			w.mu.Lock()
 			if !w.haveBase {
-				w.base, w.haveBase = st.Accepted, true
+				w.base, w.baseDone, w.haveBase = st.Accepted, n, true
 			} else if st.Accepted > w.base && w.first < 0 {
 				w.first = time.Since(w.start)
 			}
@@ -204,7 +214,8 @@ func (w *Watch) loop() {
 // Wait waits until n jobs have finished (accepted, failed or of unknown
 // delivery), or timeout, and stops the watch. It returns how long after
 // the start the first job was accepted and the n-th finished (-1 for what did not
-// happen), and whether the n finished. The first is when a job was
+// happen; NonePending for the first when all n had finished at the
+// start), and whether the n finished. The first is when a job was
 // accepted, not when one failed: a job failed by the fault is no recovery.
 func (w *Watch) Wait(n int64, timeout time.Duration) (recovered, drained time.Duration, ok bool) {
 	deadline := time.Now().Add(timeout)
@@ -224,5 +235,8 @@ func (w *Watch) Wait(n int64, timeout time.Duration) (recovered, drained time.Du
 	<-w.done
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.first < 0 && w.haveBase && w.baseDone >= n {
+		return NonePending, drained, ok
+	}
 	return w.first, drained, ok
 }
