@@ -305,7 +305,7 @@ func TestFaultSMTPRestart(t *testing.T) {
 		r.enqueue(per)
 		time.Sleep(time.Until(start.Add(time.Duration(tick+1) * 100 * time.Millisecond)))
 	}
-	recovered, drained, _ := watch.Wait(ticks*per, 40*time.Second)
+	recovered, drained, _ := watch.Wait(ticks*per, 30*time.Second)
 	m, _ := r.measure("smtp-restart (5s down, 2 workers x 4)", recovered, drained)
 	checkAllSentOnceUnspent(t, m, "waits for H7 (an outage spends no attempt: mail.ErrUnavailable, the circuit breaker)")
 }
@@ -336,7 +336,7 @@ func TestFaultRedisRestart(t *testing.T) {
 	if err := r.redis.Start(); err != nil {
 		t.Fatal(err)
 	}
-	recovered, drained, _ := faulttest.StartWatch(r.src).Wait(jobs, 45*time.Second)
+	recovered, drained, _ := faulttest.StartWatch(r.src).Wait(jobs, 30*time.Second)
 	m, _ := r.measure("redis-restart (SIGKILL, AOF always, 2s down, 2 workers x 8)", recovered, drained)
 	checkNoneTwiceNoneLost(t, m)
 	if m.Unknown() != 0 {
@@ -373,7 +373,7 @@ func TestFaultFullRedis(t *testing.T) {
 	if err := ic.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
 		t.Fatal(err)
 	}
-	recovered, drained, _ := faulttest.StartWatch(r.src).Wait(jobs, 40*time.Second)
+	recovered, drained, _ := faulttest.StartWatch(r.src).Wait(jobs, 30*time.Second)
 	m, _ := r.measure("full-redis (idempotency store OOM 4s, 2 workers x 4)", recovered, drained)
 	checkAllSentOnceUnspent(t, m, "waits for H7 (an IdempotencyTransport store failure spends no attempt)")
 }
@@ -475,7 +475,7 @@ func TestFaultWorkerStopped(t *testing.T) {
 			if err := w.Process.Signal(syscall.SIGCONT); err != nil {
 				t.Fatal(err)
 			}
-			recovered, drained, _ := faulttest.StartWatch(r.src).Wait(jobs, 30*time.Second)
+			recovered, drained, _ := faulttest.StartWatch(r.src).Wait(jobs, 15*time.Second)
 			m, _ := r.measure(fmt.Sprintf("worker-sigstop/%s (stopped after a send for 3s, lease 1s, %s)", tc.name, workers), recovered, drained)
 			checkNoneTwiceNoneLost(t, m)
 			if m.SentOnce != m.Jobs {
