@@ -63,6 +63,9 @@ var brokenSources = map[string]func(mailqueue.Source) mailqueue.Source{
 	"lists the failed jobs newest first": func(s mailqueue.Source) mailqueue.Source {
 		return newestFailedFirst{s.(*memory.Source)}
 	},
+	"fences a late settle by the clock": newFenceByClock,
+	"is due at the producer's clock":    func(s mailqueue.Source) mailqueue.Source { return dueAtEnqueuedAt{s} },
+	"tells no Lease.Now":                func(s mailqueue.Source) mailqueue.Source { return noLeaseNow{s} },
 }
 
 // newestFailedFirst is an Operator whose Failed lists the newest first.
@@ -132,6 +135,7 @@ func TestBrokenSourcesFail(t *testing.T) {
 		wrap := brokenSources[name]
 		conformance.TestSource(t, func(t *testing.T) conformance.Harness {
 			h := memoryHarness(t)
+			brokenNow = h.Now
 			h.Source = wrap(h.Source)
 			return h
 		})
@@ -142,6 +146,9 @@ func TestBrokenSourcesFail(t *testing.T) {
 		"spends an attempt on release":       "Settle/ReleaseSpendsNoAttempt",
 		"loses MaxAttempts":                  "Enqueue/Reserve",
 		"lists the failed jobs newest first": "Ops/Failed",
+		"fences a late settle by the clock":  "Fencing/LateSettleApplies",
+		"is due at the producer's clock":     "Clock/DueAtTheStoresNow",
+		"tells no Lease.Now":                 "Clock/LeaseTellsTheStoresNow",
 	}
 	for name := range brokenSources {
 		t.Run(name, func(t *testing.T) {

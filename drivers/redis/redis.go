@@ -598,7 +598,7 @@ func (s *Source) Enqueue(ctx context.Context, jobs []mailqueue.NewJob) ([]mailqu
 				attempts = mailqueue.DefaultMaxAttempts
 			}
 			a = append(a, j.ID, j.Hash, version(j.Data), j.Data, priorityNum(j.Priority), j.TenantID, attempts,
-				j.RunAt.UnixMilli(), j.EnqueuedAt.UnixMilli())
+				unixMilliOrZero(j.RunAt), unixMilliOrZero(j.EnqueuedAt))
 		}
 		return a
 	}
@@ -630,6 +630,15 @@ func (s *Source) Enqueue(ctx context.Context, jobs []mailqueue.NewJob) ([]mailqu
 		s.n.wakeAll()
 	}
 	return res, nil
+}
+
+// unixMilliOrZero is t in ms since the epoch, or 0 for the zero time:
+// enqueue.lua takes 0 as the server's now.
+func unixMilliOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
 
 func (s *Source) enqueuePipelined(ctx context.Context, jobs []mailqueue.NewJob, chunkArgs func([]mailqueue.NewJob) []any) ([][]any, error) {
@@ -668,7 +677,7 @@ func (s *Source) enqueuePipelined(ctx context.Context, jobs []mailqueue.NewJob, 
 // Reserve leases up to p.Limit due jobs; see mailqueue.Source and
 // scripts/reserve.lua. A lease's Until is on the local clock: the time
 // before the call plus p.LeaseDuration, so it never ends later than the
-// lease the server holds.
+// lease the server holds. Its Now is the server's clock when it leased.
 func (s *Source) Reserve(ctx context.Context, p mailqueue.ReserveParams) ([]*mailqueue.Lease, error) {
 	if p.Limit < 1 {
 		p.Limit = 1
@@ -683,12 +692,12 @@ func (s *Source) Reserve(ctx context.Context, p mailqueue.ReserveParams) ([]*mai
 		return nil, fmt.Errorf("redis: reserve: %w", err)
 	}
 	arr, ok := v.([]any)
-	if !ok || len(arr) < 2 || (len(arr)-2)%9 != 0 {
+	if !ok || len(arr) < 3 || (len(arr)-3)%9 != 0 {
 		return nil, fmt.Errorf("redis: reserve: an answer of %d values", len(arr))
 	}
 	next, _ := arr[0].(int64)
 	more, _ := arr[1].(int64)
-	leases := parseLeases(arr[2:], before.Add(p.LeaseDuration))
+	leases := parseLeases(arr[3:], before.Add(p.LeaseDuration), serverTime(arr[2]))
 	s.wakeAfter(next, more)
 	return leases, nil
 }

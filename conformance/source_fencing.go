@@ -1,0 +1,217 @@
+package conformance
+
+import (
+	"testing"
+	"time"
+
+	"github.com/alexify/mailer/gen/codes"
+	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/mailqueue"
+)
+
+// The subtests of the fence: a settle is fenced by its token alone
+// (docs/architecture.md, "Fenced by the token"). A run whose lease ran out
+// still holds its job while no other run took it: its settles and extends
+// apply. Only a run whose token was replaced (another run reserved the
+// job) is fenced.
+
+// trySettle settles the lease with the outcome and returns whether the
+// store took it.
+func (s *suite) trySettle(t *testing.T, l *mailqueue.Lease, out mailqueue.Outcome) bool {
+	t.Helper()
+	var ok bool
+	var err error
+	switch out.Action {
+	case mailqueue.Ack:
+		ok, err = s.Source.Ack(s.ctx, mailqueue.AckParams{ID: l.ID, Token: l.Token})
+	case mailqueue.Retry:
+		ok, err = s.Source.Retry(s.ctx, mailqueue.RetryParams{ID: l.ID, Token: l.Token, Delay: out.Delay, Code: out.Code, Reason: out.Reason})
+	case mailqueue.Fail:
+		ok, err = s.Source.Fail(s.ctx, mailqueue.FailParams{ID: l.ID, Token: l.Token, State: out.State, Code: out.Code, Reason: out.Reason})
+	case mailqueue.Release:
+		ok, err = s.Source.Release(s.ctx, mailqueue.ReleaseParams{ID: l.ID, Token: l.Token, Delay: out.Delay, Code: out.Code, Reason: out.Reason})
+	}
+	if err != nil {
+		t.Fatalf("%s %s: %v", out.Action, l.ID, err)
+	}
+	return ok
+}
+
+// checkSettled checks what a settle of out did to the job of l, which no
+// other run holds: an ack or a fail finished it (an enqueue again is a
+// duplicate), a retry or a release queued it again, due now, with its
+// attempts spent or not and no redelivery counted (its run ended settled).
+func (s *suite) checkSettled(t *testing.T, l *mailqueue.Lease, j mailqueue.NewJob, out mailqueue.Outcome) {
+	t.Helper()
+	switch out.Action {
+	case mailqueue.Ack, mailqueue.Fail:
+		s.reserveNone(t, "the late "+out.Action.String()+" finished the job")
+		if res := s.enqueue(t, j); !res[0].Duplicate {
+			t.Errorf("enqueue again after the late %s: %+v, want Duplicate", out.Action, res[0])
+		}
+		if op, ok := s.Source.(mailqueue.Operator); ok {
+			want := mailqueue.JobAccepted
+			if out.Action == mailqueue.Fail {
+				want = mailqueue.JobFailed
+			}
+			if r := s.get(t, op, j.ID); r.State != want || r.Attempt != l.Attempt || r.Redeliveries != l.Redeliveries {
+				t.Errorf("after the late %s: %s, attempt %d, %d redeliveries; want %s, attempt %d, %d redeliveries", out.Action, r.State, r.Attempt, r.Redeliveries, want, l.Attempt, l.Redeliveries)
+			}
+		}
+	default:
+		again := s.reserveOne(t)
+		attempt := l.Attempt
+		if out.Action == mailqueue.Retry {
+			attempt++
+		}
+		if again.ID != j.ID || again.Attempt != attempt || again.Redeliveries != l.Redeliveries || again.Token == l.Token {
+			t.Errorf("after the late %s: %s; want %s again, attempt %d, %d redeliveries (the run ended settled), a new token", out.Action, describe([]*mailqueue.Lease{again}), j.ID, attempt, l.Redeliveries)
+		}
+		s.settle(t, again, ack)
+	}
+}
+
+// reserveHigh enqueues a high job and reserves one job, which must be it:
+// a reserve that may queue again the jobs whose lease ran out, and takes
+// none of them.
+func (s *suite) reserveHigh(t *testing.T) *mailqueue.Lease {
+	t.Helper()
+	high := s.job(jobv1.PriorityHigh, "t2")
+	s.enqueue(t, high)
+	h := s.reserveOne(t)
+	if h.ID != high.ID {
+		t.Fatalf("Reserve(limit 1) leased %s, want the high job %s", h.ID, high.ID)
+	}
+	return h
+}
+
+var lateOutcomes = []mailqueue.Outcome{ack, retryIn(0), releaseIn(0), failIn(codes.StateFailed)}
+
+// testLateSettle: the lease runs out and nobody reserves; the late settle
+// of each kind is accepted (true) and does what it says.
+func testLateSettle(t *testing.T, s *suite) {
+	for _, out := range lateOutcomes {
+		j := s.job(jobv1.PriorityNormal, "t1")
+		s.enqueue(t, j)
+		l := s.reserveOne(t)
+		s.wait(s.Lease + 50*time.Millisecond)
+		if !s.trySettle(t, l, out) {
+			t.Fatalf("a late %s after the lease ran out, nobody having reserved: false, want true (its token is still the current one)", out.Action)
+		}
+		if s.trySettle(t, l, out) {
+			t.Fatalf("a second late %s: true, want false (the job was settled)", out.Action)
+		}
+		s.checkSettled(t, l, j, out)
+	}
+}
+
+// testLateSettleAfterReserve: the lease runs out and a reserve runs that
+// takes another job (of a higher priority, the limit 1) and not this one:
+// no other run took it, so the late settle is still accepted, and the
+// redelivery the reserve may have counted is not.
+func testLateSettleAfterReserve(t *testing.T, s *suite) {
+	for _, out := range lateOutcomes {
+		j := s.job(jobv1.PriorityNormal, "t1")
+		s.enqueue(t, j)
+		l := s.reserveOne(t)
+		s.wait(s.Lease + 50*time.Millisecond)
+		h := s.reserveHigh(t)
+		if !s.trySettle(t, l, out) {
+			t.Fatalf("a late %s after a reserve that took another job: false, want true (no other run took this one)", out.Action)
+		}
+		s.settle(t, h, ack)
+		s.checkSettled(t, l, j, out)
+	}
+	// The tenant's lane is whole after the settles took its jobs out.
+	j := s.job(jobv1.PriorityNormal, "t1")
+	s.enqueue(t, j)
+	if l := s.reserveOne(t); l.ID != j.ID {
+		t.Errorf("leased %s, want %s", l.ID, j.ID)
+	}
+}
+
+// testLateSettleWhilePaused: the lease runs out while the queue, or the
+// job's tenant, is paused, and reserves run; the late ack is accepted, and
+// the job is not leased when the pause ends.
+func testLateSettleWhilePaused(t *testing.T, s *suite) {
+	p := pauser(t, s)
+	for _, tenant := range []bool{false, true} {
+		j := s.job(jobv1.PriorityNormal, "t1")
+		s.enqueue(t, j)
+		l := s.reserveOne(t)
+		pause := mailqueue.Pause{For: time.Hour, Tenant: tenant, TenantID: "t1"}
+		if err := p.Pause(s.ctx, pause); err != nil {
+			t.Fatal(err)
+		}
+		s.wait(s.Lease + 50*time.Millisecond)
+		s.reserveNone(t, "paused")
+		if !s.trySettle(t, l, ack) {
+			t.Fatalf("a late ack while paused (tenant %t), nobody having taken the job: false, want true", tenant)
+		}
+		if err := p.Resume(s.ctx, mailqueue.ResumeParams{Tenant: tenant, TenantID: "t1"}); err != nil {
+			t.Fatal(err)
+		}
+		s.reserveNone(t, "the late ack finished the job")
+	}
+}
+
+// testReplacedToken: the lease runs out and another run reserves the job
+// (a redelivery counted, the attempt unchanged, a new token); the late
+// settles of the first run, of every kind, return false and change
+// nothing.
+func testReplacedToken(t *testing.T, s *suite) {
+	j := s.job(jobv1.PriorityNormal, "")
+	s.enqueue(t, j)
+	first := s.reserveOne(t)
+	s.wait(s.Lease + 50*time.Millisecond)
+	second := s.reserveOne(t)
+	if second.ID != j.ID || second.Attempt != first.Attempt || second.Redeliveries != first.Redeliveries+1 || second.Token == first.Token {
+		t.Fatalf("the reserve after the lease ran out: %s; want %s, attempt %d, %d redelivery, a new token", describe([]*mailqueue.Lease{second}), j.ID, first.Attempt, first.Redeliveries+1)
+	}
+	var row mailqueue.JobRow
+	op, isOp := s.Source.(mailqueue.Operator)
+	if isOp {
+		row = s.get(t, op, j.ID)
+	}
+	for _, out := range append(lateOutcomes, failIn(codes.StateDeliveryUnknown)) {
+		if s.trySettle(t, first, out) {
+			t.Fatalf("a late %s of the run whose token was replaced: true, want false", out.Action)
+		}
+	}
+	ok, err := s.Source.Extend(s.ctx, mailqueue.ExtendParams{ID: first.ID, Token: first.Token, Duration: s.Lease})
+	mustBool(t, "a late Extend of the run whose token was replaced", ok, err, false)
+	if isOp {
+		if got := s.get(t, op, j.ID); untimed(got) != untimed(row) || !got.LeaseUntil.Equal(row.LeaseUntil) {
+			t.Errorf("the fenced settles changed the job: %+v, want %+v", got, row)
+		}
+	}
+	s.reserveNone(t, "the second run holds the job")
+	mustBool(t, "Ack of the second run", s.trySettle(t, second, ack), nil, true)
+}
+
+// testExtendAfterExpiry: the lease runs out and nobody took the job: an
+// Extend with its token is accepted and the run holds the job again, for
+// the new lease from now; so too after a reserve that took another job.
+func testExtendAfterExpiry(t *testing.T, s *suite) {
+	for _, reserved := range []bool{false, true} {
+		j := s.job(jobv1.PriorityNormal, "t1")
+		s.enqueue(t, j)
+		l := s.reserveOne(t)
+		s.wait(s.Lease + 50*time.Millisecond)
+		var h *mailqueue.Lease
+		if reserved {
+			h = s.reserveHigh(t)
+		}
+		ok, err := s.Source.Extend(s.ctx, mailqueue.ExtendParams{ID: l.ID, Token: l.Token, Duration: s.Lease})
+		mustBool(t, "Extend after the lease ran out, nobody having taken the job", ok, err, true)
+		if h != nil {
+			s.settle(t, h, ack)
+		}
+		s.wait(s.Lease * 2 / 3)
+		s.reserveNone(t, "the extended run holds the job")
+		if !s.trySettle(t, l, ack) {
+			t.Fatal("Ack after the late Extend: false, want true")
+		}
+		s.checkSettled(t, l, j, ack)
+	}
+}
