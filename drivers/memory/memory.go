@@ -7,6 +7,13 @@
 // operations as every other store's; for tests they add Data (a job's
 // stored JSON), Drain, Wake and a clock of their own (Options.Clock with a
 // clock.Fake).
+//
+// The queue's clock is the store's: it decides when a job is due (a job
+// with no RunAt is due at its now), when a lease runs out and when a
+// retention ends, whatever the clocks of the producers and the workers,
+// and each lease tells it (Lease.Now). A settle is fenced by its token
+// alone: a run whose lease ran out still settles while no other run took
+// the job (docs/architecture.md, "The store's rules").
 package memory
 
 import (

@@ -9,8 +9,11 @@
 // with a header stating its KEYS, ARGV and return values), run atomically
 // by the server: enqueue with its duplicates told by id and hash, reserve
 // by priority then time (with tenant fairness and pauses), and extend, ack,
-// retry, fail and release fenced by a fresh token per lease. Time is the
-// server's (TIME), never a worker's.
+// retry, fail and release fenced by a fresh token per lease, by the token
+// alone: a run whose lease ran out still settles while no other run took
+// the job (docs/architecture.md, "Fenced by the token"). Time is the
+// server's (TIME), never a producer's or a worker's: a job with no RunAt is
+// due at the server's now, and a lease tells the server's now (Lease.Now).
 //
 // All keys of a queue share one hash tag, {prefix:queue}, so a queue lives
 // in one slot and the driver runs on Redis Cluster as on a standalone
