@@ -37,37 +37,83 @@ func (s *suite) trySettle(t *testing.T, l *mailqueue.Lease, out mailqueue.Outcom
 	return ok
 }
 
-// checkSettled checks what a settle of out did to the job of l, which no
-// other run holds: an ack or a fail finished it (an enqueue again is a
-// duplicate), a retry or a release queued it again, due now, with its
-// attempts spent or not and no redelivery counted (its run ended settled).
-func (s *suite) checkSettled(t *testing.T, l *mailqueue.Lease, j mailqueue.NewJob, out mailqueue.Outcome) {
+// lateRun is a run whose lease runs out, its job and the outcome it
+// settles late with.
+type lateRun struct {
+	j   mailqueue.NewJob
+	l   *mailqueue.Lease
+	out mailqueue.Outcome
+}
+
+// leaseLate enqueues a job for each of lateOutcomes (of the tenants t1, t1,
+// none and t3, so that a shared lane is left empty and another not) and
+// leases them all.
+func (s *suite) leaseLate(t *testing.T) []*lateRun {
 	t.Helper()
-	switch out.Action {
-	case mailqueue.Ack, mailqueue.Fail:
-		s.reserveNone(t, "the late "+out.Action.String()+" finished the job")
-		if res := s.enqueue(t, j); !res[0].Duplicate {
-			t.Errorf("enqueue again after the late %s: %+v, want Duplicate", out.Action, res[0])
+	tenants := []string{"t1", "t1", "", "t3"}
+	runs := make([]*lateRun, len(lateOutcomes))
+	jobs := make([]mailqueue.NewJob, len(lateOutcomes))
+	for i, out := range lateOutcomes {
+		jobs[i] = s.job(jobv1.PriorityNormal, tenants[i%len(tenants)])
+		runs[i] = &lateRun{j: jobs[i], out: out}
+	}
+	s.enqueue(t, jobs...)
+	leased := byID(s.reserve(t, len(jobs)))
+	for _, r := range runs {
+		if r.l = leased[r.j.ID]; r.l == nil {
+			t.Fatalf("Reserve(limit %d) leased %v, want every job", len(jobs), leased)
 		}
-		if op, ok := s.Source.(mailqueue.Operator); ok {
+	}
+	return runs
+}
+
+// checkSettled checks what the late settles did to the jobs of runs, which
+// no other run holds: an ack or a fail finished its job (an enqueue again
+// is a duplicate), a retry or a release queued it again, due now, with its
+// attempt spent or not and no redelivery counted (its run ended settled).
+func (s *suite) checkSettled(t *testing.T, runs []*lateRun) {
+	t.Helper()
+	again := byID(s.reserve(t, 10))
+	op, isOp := s.Source.(mailqueue.Operator)
+	for _, r := range runs {
+		a := again[r.j.ID]
+		delete(again, r.j.ID)
+		switch r.out.Action {
+		case mailqueue.Ack, mailqueue.Fail:
+			if a != nil {
+				t.Errorf("the job of the late %s was leased again: %s", r.out.Action, describe([]*mailqueue.Lease{a}))
+				continue
+			}
+			if res := s.enqueue(t, r.j); !res[0].Duplicate {
+				t.Errorf("enqueue again after the late %s: %+v, want Duplicate", r.out.Action, res[0])
+			}
+			if !isOp {
+				continue
+			}
 			want := mailqueue.JobAccepted
-			if out.Action == mailqueue.Fail {
+			if r.out.Action == mailqueue.Fail {
 				want = mailqueue.JobFailed
 			}
-			if r := s.get(t, op, j.ID); r.State != want || r.Attempt != l.Attempt || r.Redeliveries != l.Redeliveries {
-				t.Errorf("after the late %s: %s, attempt %d, %d redeliveries; want %s, attempt %d, %d redeliveries", out.Action, r.State, r.Attempt, r.Redeliveries, want, l.Attempt, l.Redeliveries)
+			if row := s.get(t, op, r.j.ID); row.State != want || row.Attempt != r.l.Attempt || row.Redeliveries != r.l.Redeliveries {
+				t.Errorf("after the late %s: %s, attempt %d, %d redeliveries; want %s, attempt %d, %d redeliveries", r.out.Action, row.State, row.Attempt, row.Redeliveries, want, r.l.Attempt, r.l.Redeliveries)
 			}
+		default:
+			attempt := r.l.Attempt
+			if r.out.Action == mailqueue.Retry {
+				attempt++
+			}
+			if a == nil {
+				t.Errorf("after the late %s: %s not leased again, want it due now", r.out.Action, r.j.ID)
+				continue
+			}
+			if a.Attempt != attempt || a.Redeliveries != r.l.Redeliveries || a.Token == r.l.Token {
+				t.Errorf("after the late %s: %s; want attempt %d, %d redeliveries (the run ended settled), a new token", r.out.Action, describe([]*mailqueue.Lease{a}), attempt, r.l.Redeliveries)
+			}
+			s.settle(t, a, ack)
 		}
-	default:
-		again := s.reserveOne(t)
-		attempt := l.Attempt
-		if out.Action == mailqueue.Retry {
-			attempt++
-		}
-		if again.ID != j.ID || again.Attempt != attempt || again.Redeliveries != l.Redeliveries || again.Token == l.Token {
-			t.Errorf("after the late %s: %s; want %s again, attempt %d, %d redeliveries (the run ended settled), a new token", out.Action, describe([]*mailqueue.Lease{again}), j.ID, attempt, l.Redeliveries)
-		}
-		s.settle(t, again, ack)
+	}
+	for _, a := range again {
+		t.Errorf("leased %s, a job no late settle queued again", describe([]*mailqueue.Lease{a}))
 	}
 }
 
@@ -87,42 +133,38 @@ func (s *suite) reserveHigh(t *testing.T) *mailqueue.Lease {
 
 var lateOutcomes = []mailqueue.Outcome{ack, retryIn(0), releaseIn(0), failIn(codes.StateFailed)}
 
-// testLateSettle: the lease runs out and nobody reserves; the late settle
+// testLateSettle: the leases run out and nobody reserves; the late settle
 // of each kind is accepted (true) and does what it says.
 func testLateSettle(t *testing.T, s *suite) {
-	for _, out := range lateOutcomes {
-		j := s.job(jobv1.PriorityNormal, "t1")
-		s.enqueue(t, j)
-		l := s.reserveOne(t)
-		s.wait(s.Lease + 50*time.Millisecond)
-		if !s.trySettle(t, l, out) {
-			t.Fatalf("a late %s after the lease ran out, nobody having reserved: false, want true (its token is still the current one)", out.Action)
+	runs := s.leaseLate(t)
+	s.wait(s.Lease + 50*time.Millisecond)
+	for _, r := range runs {
+		if !s.trySettle(t, r.l, r.out) {
+			t.Fatalf("a late %s after the lease ran out, nobody having reserved: false, want true (its token is still the current one)", r.out.Action)
 		}
-		if s.trySettle(t, l, out) {
-			t.Fatalf("a second late %s: true, want false (the job was settled)", out.Action)
+		if s.trySettle(t, r.l, r.out) {
+			t.Fatalf("a second late %s: true, want false (the job was settled)", r.out.Action)
 		}
-		s.checkSettled(t, l, j, out)
 	}
+	s.checkSettled(t, runs)
 }
 
-// testLateSettleAfterReserve: the lease runs out and a reserve runs that
-// takes another job (of a higher priority, the limit 1) and not this one:
-// no other run took it, so the late settle is still accepted, and the
-// redelivery the reserve may have counted is not.
+// testLateSettleAfterReserve: the leases run out and a reserve runs that
+// takes another job (of a higher priority, the limit 1) and none of theirs:
+// no other run took them, so the late settles are still accepted, and the
+// redeliveries the reserve may have counted are not.
 func testLateSettleAfterReserve(t *testing.T, s *suite) {
-	for _, out := range lateOutcomes {
-		j := s.job(jobv1.PriorityNormal, "t1")
-		s.enqueue(t, j)
-		l := s.reserveOne(t)
-		s.wait(s.Lease + 50*time.Millisecond)
-		h := s.reserveHigh(t)
-		if !s.trySettle(t, l, out) {
-			t.Fatalf("a late %s after a reserve that took another job: false, want true (no other run took this one)", out.Action)
+	runs := s.leaseLate(t)
+	s.wait(s.Lease + 50*time.Millisecond)
+	h := s.reserveHigh(t)
+	for _, r := range runs {
+		if !s.trySettle(t, r.l, r.out) {
+			t.Fatalf("a late %s after a reserve that took another job: false, want true (no other run took this one)", r.out.Action)
 		}
-		s.settle(t, h, ack)
-		s.checkSettled(t, l, j, out)
 	}
-	// The tenant's lane is whole after the settles took its jobs out.
+	s.settle(t, h, ack)
+	s.checkSettled(t, runs)
+	// The lanes are whole after the settles took their jobs out.
 	j := s.job(jobv1.PriorityNormal, "t1")
 	s.enqueue(t, j)
 	if l := s.reserveOne(t); l.ID != j.ID {
@@ -212,6 +254,6 @@ func testExtendAfterExpiry(t *testing.T, s *suite) {
 		if !s.trySettle(t, l, ack) {
 			t.Fatal("Ack after the late Extend: false, want true")
 		}
-		s.checkSettled(t, l, j, ack)
+		s.checkSettled(t, []*lateRun{{j: j, l: l, out: ack}})
 	}
 }
