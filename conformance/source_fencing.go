@@ -163,6 +163,14 @@ func testLateSettleAfterReserve(t *testing.T, s *suite) {
 		}
 	}
 	s.settle(t, h, ack)
+	if op, ok := s.Source.(mailqueue.Operator); ok {
+		// The late settles took their jobs out of the lanes the reserve
+		// had queued them in: the retried and the released are queued
+		// once each, and nothing is left behind.
+		if got, want := counts(s.stats(t, op)), "queued 2 (due 2), running 0, accepted 2, failed 1, delivery_unknown 0"; got != want {
+			t.Errorf("Stats after the late settles: %s, want %s", got, want)
+		}
+	}
 	s.checkSettled(t, runs)
 	// The lanes are whole after the settles took their jobs out.
 	j := s.job(jobv1.PriorityNormal, "t1")
