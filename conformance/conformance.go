@@ -122,6 +122,7 @@ var cases = []struct {
 	{"SettleReserver/Limit", testSRLimit},
 	{"SettleReserver/PriorityThenTime", testSRPriority},
 	{"SettleReserver/ErrorChangesNothing", testSRError},
+	{"SettleReserver/LateSettleApplies", testSRLateSettle},
 	{"Pause/Queue", testPauseQueue},
 	{"Pause/Tenant", testPauseTenant},
 	{"Retention", testRetention},

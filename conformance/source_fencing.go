@@ -265,3 +265,29 @@ func testExtendAfterExpiry(t *testing.T, s *suite) {
 		s.checkSettled(t, []*lateRun{{j: j, l: l, out: ack}})
 	}
 }
+
+// testSRLateSettle: a settle through SettleAndReserve whose lease ran out,
+// nobody having reserved, is accepted too, before the reserve of the same
+// call: a late retry due now is leased again by it (attempt 2, no
+// redelivery), and a late ack's job is not, the call leasing another.
+func testSRLateSettle(t *testing.T, s *suite) {
+	sr := settleReserver(t, s)
+	a := s.job(jobv1.PriorityNormal, "t1")
+	s.enqueue(t, a)
+	first := s.reserveOne(t)
+	s.wait(s.Lease + 50*time.Millisecond)
+	ok, ls := s.settleReserve(t, sr, first, retryIn(0), 1)
+	if !ok || len(ls) != 1 || ls[0].ID != a.ID || ls[0].Attempt != 2 || ls[0].Redeliveries != 0 || ls[0].Token == first.Token {
+		t.Fatalf("a late SettleAndReserve(retry now, limit 1) = %t, %s; want settled, %s leased again, attempt 2, no redelivery, a new token", ok, describe(ls), a.ID)
+	}
+	second := ls[0]
+	s.wait(s.Lease + 50*time.Millisecond)
+	b := s.job(jobv1.PriorityNormal, "")
+	s.enqueue(t, b)
+	ok, ls = s.settleReserve(t, sr, second, ack, 1)
+	if !ok || len(ls) != 1 || ls[0].ID != b.ID {
+		t.Fatalf("a late SettleAndReserve(ack, limit 1) = %t, %v; want settled, %s leased (the acked job is done)", ok, ids(ls), b.ID)
+	}
+	s.settle(t, ls[0], ack)
+	s.reserveNone(t, "both jobs are done")
+}
