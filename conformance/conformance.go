@@ -1,8 +1,10 @@
 // Package conformance holds a mailqueue.Source to its contract, the way
 // testing/fstest.TestFS holds a file system: jobs are leased by priority,
 // then by the time they became due; a lease runs out and its job is
-// redelivered; every settle is fenced by the lease's token; a release
-// spends no attempt; a scheduled job waits until it is due; pauses hold
+// redelivered; every settle is fenced by the lease's token alone (a run
+// whose lease ran out still settles while no other run took the job); the
+// store's clock decides when a job is due, and each lease tells it; a
+// release spends no attempt; a scheduled job waits until it is due; pauses hold
 // the jobs of the queue or of a tenant; finished jobs are kept for their
 // retention, and an enqueue under a kept job's key is a duplicate (spec:
 // "The memory queue and the polling driver").
@@ -103,6 +105,13 @@ var cases = []struct {
 	{"Lease/ExpiryRedelivers", testLeaseExpiry},
 	{"Lease/Extend", testExtend},
 	{"Fencing/StaleToken", testFencing},
+	{"Fencing/LateSettleApplies", testLateSettle},
+	{"Fencing/LateSettleAfterAReserve", testLateSettleAfterReserve},
+	{"Fencing/LateSettleWhilePaused", testLateSettleWhilePaused},
+	{"Fencing/ReplacedTokenChangesNothing", testReplacedToken},
+	{"Lease/ExtendAfterExpiry", testExtendAfterExpiry},
+	{"Clock/DueAtTheStoresNow", testDueAtStoreNow},
+	{"Clock/LeaseTellsTheStoresNow", testLeaseNow},
 	{"Settle/Ack", testAck},
 	{"Settle/RetrySpendsAnAttempt", testRetry},
 	{"Settle/ReleaseSpendsNoAttempt", testRelease},
@@ -115,6 +124,7 @@ var cases = []struct {
 	{"SettleReserver/Limit", testSRLimit},
 	{"SettleReserver/PriorityThenTime", testSRPriority},
 	{"SettleReserver/ErrorChangesNothing", testSRError},
+	{"SettleReserver/LateSettleApplies", testSRLateSettle},
 	{"Pause/Queue", testPauseQueue},
 	{"Pause/Tenant", testPauseTenant},
 	{"Retention", testRetention},

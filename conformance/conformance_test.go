@@ -69,6 +69,9 @@ var brokenSources = map[string]func(mailqueue.Source) mailqueue.Source{
 	"resends without forgetting the key": func(s mailqueue.Source) mailqueue.Source {
 		return resendAsRetry{s.(*memory.Source)}
 	},
+	"fences a late settle by the clock": newFenceByClock,
+	"is due at the producer's clock":    func(s mailqueue.Source) mailqueue.Source { return dueAtEnqueuedAt{s} },
+	"tells no Lease.Now":                func(s mailqueue.Source) mailqueue.Source { return noLeaseNow{s} },
 }
 
 // purgeForgetsKeys is an Operator whose Purge forgets the jobs whole, so
@@ -155,6 +158,7 @@ func TestBrokenSourcesFail(t *testing.T) {
 		wrap := brokenSources[name]
 		conformance.TestSource(t, func(t *testing.T) conformance.Harness {
 			h := memoryHarness(t)
+			brokenNow = h.Now
 			h.Source = wrap(h.Source)
 			return h
 		})
@@ -167,6 +171,9 @@ func TestBrokenSourcesFail(t *testing.T) {
 		"lists the failed jobs newest first":     "Ops/Failed",
 		"forgets the keys of the jobs it purges": "Ops/Purge",
 		"resends without forgetting the key":     "Ops/Resend",
+		"fences a late settle by the clock":      "Fencing/LateSettleApplies",
+		"is due at the producer's clock":         "Clock/DueAtTheStoresNow",
+		"tells no Lease.Now":                     "Clock/LeaseTellsTheStoresNow",
 	}
 	for name := range brokenSources {
 		t.Run(name, func(t *testing.T) {

@@ -38,8 +38,12 @@ func (q *Queue) prepare(ctx context.Context, in *jobv1.Job) (NewJob, Result, *Er
 	if e != nil {
 		return NewJob{}, Result{}, e
 	}
-	runAt := *job.EnqueuedAt
-	if job.ScheduledAt != nil && job.ScheduledAt.After(runAt) {
+	// A job not scheduled later is due at the store's now, told by a zero
+	// RunAt: never at this process's enqueuedAt, whose clock may be ahead of
+	// the store's (docs/architecture.md, "Time is the store's"). A
+	// scheduledAt is an instant, and the store compares it with its clock.
+	var runAt time.Time
+	if job.ScheduledAt != nil && job.ScheduledAt.After(*job.EnqueuedAt) {
 		runAt = *job.ScheduledAt
 	}
 	nj := NewJob{

@@ -20,10 +20,19 @@ import (
 // breaking implementations.
 //
 // Settles (Ack, Retry, Fail, Release) and Extend are fenced by the lease
-// token: when the token is not that of the job's current lease (the lease ran
-// out and another run took the job, or the job was settled already) they
-// change nothing and return false with a nil error. A non-nil error means the
-// store could not be asked; the job must then be left as it was.
+// token alone: when the token is not the job's current one (another run took
+// the job since, or the job was settled already) they change nothing and
+// return false with a nil error. A lease that ran out does not fence its
+// run: while no other run took the job, its token is still the current one,
+// and a settle or an extend with it applies (docs/architecture.md, "Fenced
+// by the token"). A non-nil error means the store could not be asked; the
+// job must then be left as it was.
+//
+// Time is the store's (docs/architecture.md, "Time is the store's"): when a
+// job is due, when a lease runs out and when a retention ends are decided on
+// the store's clock, never on a producer's or a worker's. A NewJob with no
+// RunAt is due at the store's now, and a Lease tells the store's now
+// (Lease.Now), so that a worker decides expiry on the store's clock.
 type Source interface {
 	// Enqueue stores jobs, each atomically. A job whose ID is stored already
 	// (in any state, including finished jobs still retained) is not stored
@@ -31,11 +40,15 @@ type Source interface {
 	// Conflict otherwise. The results are in the order of jobs.
 	Enqueue(ctx context.Context, jobs []NewJob) ([]EnqueueResult, error)
 	// Reserve leases up to p.Limit jobs that are due, by priority (high,
-	// normal, low) then by the time they became due, for p.LeaseDuration.
-	// A job whose lease ran out is due again and counts a redelivery. It
-	// returns no jobs and a nil error when none is due.
+	// normal, low) then by the time they became due, for p.LeaseDuration,
+	// each with a fresh token. A job whose lease ran out is due again (as of
+	// the end of that lease) and counts a redelivery when a run takes it;
+	// its new token fences the run before. It returns no jobs and a nil
+	// error when none is due.
 	Reserve(ctx context.Context, p ReserveParams) ([]*Lease, error)
-	// Extend moves the end of a lease to now + p.Duration.
+	// Extend moves the end of a lease to now + p.Duration, by the store's
+	// clock. A lease that ran out is extended while its token is current
+	// (no other run took the job): the run holds the job again.
 	Extend(ctx context.Context, p ExtendParams) (bool, error)
 	// Ack settles a run as accepted: the job is done, an attempt spent.
 	Ack(ctx context.Context, p AckParams) (bool, error)
@@ -61,11 +74,18 @@ type NewJob struct {
 	Priority jobv1.Priority
 	// TenantID is the job's tenant, for fairness and pauses; empty for none.
 	TenantID string
-	// RunAt is when the job becomes due (its scheduledAt, or now).
+	// RunAt is when the job becomes due: its scheduledAt, an instant the
+	// store compares with its own clock. The zero value means now by the
+	// store's clock, when the store receives the job: a job with no
+	// scheduledAt never waits for a producer's clock that is ahead (Queue's
+	// enqueue gives zero then).
 	RunAt time.Time
 	// MaxAttempts is the attempts in all.
 	MaxAttempts int
-	// EnqueuedAt is when the producer enqueued it.
+	// EnqueuedAt is when the producer enqueued it, by the producer's clock:
+	// kept and told back as given (Lease.EnqueuedAt, JobRow.EnqueuedAt),
+	// never used to decide when the job is due. The zero value takes the
+	// store's now.
 	EnqueuedAt time.Time
 }
 
@@ -108,10 +128,20 @@ type Lease struct {
 	Priority jobv1.Priority
 	// TenantID is the job's tenant; empty for none.
 	TenantID string
-	// EnqueuedAt is when the job was enqueued.
+	// EnqueuedAt is when the job was enqueued, as the producer told it.
 	EnqueuedAt time.Time
-	// Until is when the lease runs out unless extended.
+	// Until is when the lease runs out unless extended, on the clock of the
+	// driver that keeps it (the polling driver's Clock): a store in the
+	// process gives its own clock's; a store over the network may give the
+	// local time before the call plus the lease, so that Until never comes
+	// later than the end the store holds.
 	Until time.Time
+	// Now is the store's clock when it made the lease. A worker measures
+	// its offset to the store by it (Now minus its own clock's now when it
+	// gets the lease) and decides expiry on the store's clock. The zero
+	// value, from a source that does not tell, leaves the worker on its own
+	// clock.
+	Now time.Time
 }
 
 // ExtendParams are the arguments of Source.Extend.

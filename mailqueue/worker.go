@@ -280,13 +280,21 @@ func (w *Worker) Close(ctx context.Context) error {
 type run struct {
 	lease *Lease
 	job   *jobv1.Job
-	now   time.Time
+	// now is when the run began, by the store's clock: expiry is decided on
+	// it (docs/architecture.md, "Time is the store's").
+	now time.Time
 }
 
 // Handle runs one attempt of a leased job and returns its outcome. It is the
 // one handler every driver runs (docs/architecture.md, "The flow").
 func (w *Worker) Handle(ctx context.Context, lease *Lease) (out Outcome) {
 	r := &run{lease: lease, now: w.q.cfg.Clock.Now()}
+	if !lease.Now.IsZero() {
+		// The store's clock when it made the lease, just before this run:
+		// this clock corrected by its offset to the store's, which may be
+		// minutes off.
+		r.now = lease.Now
+	}
 	w.log.Debug(string(codes.QueueJobStarted), "job_id", lease.ID, "attempt", lease.Attempt)
 	defer func() {
 		if p := recover(); p != nil {

@@ -7,6 +7,13 @@
 // operations as every other store's; for tests they add Data (a job's
 // stored JSON), Drain, Wake and a clock of their own (Options.Clock with a
 // clock.Fake).
+//
+// The queue's clock is the store's: it decides when a job is due (a job
+// with no RunAt is due at its now), when a lease runs out and when a
+// retention ends, whatever the clocks of the producers and the workers,
+// and each lease tells it (Lease.Now). A settle is fenced by its token
+// alone: a run whose lease ran out still settles while no other run took
+// the job (docs/architecture.md, "The store's rules").
 package memory
 
 import (
@@ -150,8 +157,10 @@ type Source struct {
 
 type record struct {
 	stored
-	seq   uint64 // the order it became due in
-	token string // the lease's, while running
+	seq uint64 // the order it became due in
+	// token is the current lease's: set by a reserve, kept when the lease
+	// runs out until a reserve replaces it, cleared by a settle.
+	token string
 	until time.Time
 	order uint64 // the order it was enqueued in, for List
 
@@ -159,6 +168,10 @@ type record struct {
 	// its id, hash, version, state and finish time, to tell duplicates
 	// until its retention ends, and is gone for every operation.
 	purged bool
+	// in and idx place a queued record in its heap; in is nil when the
+	// record is in none (running, finished, or held for a paused tenant).
+	in  *recordHeap
+	idx int
 }
 
 // NewSource returns an empty Source. It returns a *mailqueue.OptionError
@@ -277,6 +290,14 @@ func (s *Source) Enqueue(ctx context.Context, jobs []mailqueue.NewJob) ([]mailqu
 			MaxAttempts: j.MaxAttempts, RunAt: j.RunAt, EnqueuedAt: j.EnqueuedAt, Data: append([]byte(nil), j.Data...),
 			Version: version(j.Data),
 		}, order: s.seq}
+		// A job with no RunAt is due now by this clock, never by the
+		// producer's (docs/architecture.md, "Time is the store's").
+		if r.RunAt.IsZero() {
+			r.RunAt = now
+		}
+		if r.EnqueuedAt.IsZero() {
+			r.EnqueuedAt = now
+		}
 		if r.Priority == "" {
 			r.Priority = jobv1.PriorityNormal
 		}
@@ -338,7 +359,7 @@ func (s *Source) Reserve(ctx context.Context, p mailqueue.ReserveParams) ([]*mai
 			out = append(out, &mailqueue.Lease{
 				ID: r.ID, Token: r.token, Data: append([]byte(nil), r.Data...), Attempt: r.Attempts + 1,
 				MaxAttempts: r.MaxAttempts, Redeliveries: r.Redeliveries, Priority: r.Priority,
-				TenantID: r.TenantID, EnqueuedAt: r.EnqueuedAt, Until: r.until,
+				TenantID: r.TenantID, EnqueuedAt: r.EnqueuedAt, Until: r.until, Now: now,
 			})
 		}
 	}
@@ -348,14 +369,16 @@ func (s *Source) Reserve(ctx context.Context, p mailqueue.ReserveParams) ([]*mai
 	return out, nil
 }
 
-// reclaim queues again the jobs whose lease ran out, counting a redelivery.
+// reclaim queues again the jobs whose lease ran out, counting a
+// redelivery. The job keeps its token until a run takes it again: a late
+// settle of the run whose lease ran out still applies until then
+// (takeBack).
 func (s *Source) reclaim(now time.Time) {
 	for id, r := range s.leased {
 		if r.until.After(now) {
 			continue
 		}
 		delete(s.leased, id)
-		r.token = ""
 		r.State = mailqueue.JobQueued
 		r.Redeliveries++
 		r.RunAt = r.until
@@ -363,14 +386,53 @@ func (s *Source) reclaim(now time.Time) {
 	}
 }
 
-// lease returns the running record of the id whose lease token is token and
-// has not run out, or nil: the fence of every settle.
-func (s *Source) lease(id, token string, now time.Time) *record {
-	r, ok := s.leased[id]
-	if !ok || token == "" || r.token != token || !r.until.After(now) {
+// takeBack is the fence of every settle and extend: it returns the record
+// of the id whose current token is token, or nil. A settle is fenced by its
+// token alone (docs/architecture.md, "Fenced by the token"): a run whose
+// lease ran out still holds the job while no other run took it, so its
+// record is running (its lease not yet reclaimed) or queued again by
+// reclaim with the token kept. takeBack takes such a queued record out of
+// its lane and undoes the redelivery reclaim counted, since the run ended
+// settled after all; the record is then running, out of s.leased, and the
+// caller settles or leases it.
+func (s *Source) takeBack(id, token string) *record {
+	r, ok := s.jobs[id]
+	if !ok || token == "" || r.token != token {
+		return nil
+	}
+	switch r.State {
+	case mailqueue.JobRunning:
+		delete(s.leased, id)
+	case mailqueue.JobQueued:
+		s.unqueue(r)
+		r.Redeliveries--
+		r.State = mailqueue.JobRunning
+	default:
 		return nil
 	}
 	return r
+}
+
+// unqueue takes a queued record out of the scheduled heap, its ready lane
+// or its tenant's held jobs, wherever it is.
+func (s *Source) unqueue(r *record) {
+	switch {
+	case r.in == &s.scheduled:
+		heap.Remove(&s.scheduled, r.idx)
+	case r.in != nil:
+		s.ready[priorityIndex(r.Priority)].remove(r)
+	default:
+		h := s.held[r.TenantID]
+		for i, x := range h {
+			if x == r {
+				s.held[r.TenantID] = append(h[:i], h[i+1:]...)
+				break
+			}
+		}
+		if len(s.held[r.TenantID]) == 0 {
+			delete(s.held, r.TenantID)
+		}
+	}
 }
 
 // Extend extends a lease; see mailqueue.Source.
@@ -381,7 +443,9 @@ func (s *Source) Extend(ctx context.Context, p mailqueue.ExtendParams) (bool, er
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
-	r := s.lease(p.ID, p.Token, now)
+	// A lease that ran out is extended while its token is current: no
+	// other run took the job, so the run still holds it.
+	r := s.takeBack(p.ID, p.Token)
 	if r == nil {
 		return false, nil
 	}
@@ -390,6 +454,7 @@ func (s *Source) Extend(ctx context.Context, p mailqueue.ExtendParams) (bool, er
 		d = s.opts.LeaseDuration
 	}
 	r.until = now.Add(d)
+	s.leased[r.ID] = r
 	return true, nil
 }
 
@@ -437,11 +502,10 @@ func (s *Source) settle(ctx context.Context, id, token string, f func(*record, t
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
-	r := s.lease(id, token, now)
+	r := s.takeBack(id, token)
 	if r == nil {
 		return false, nil
 	}
-	delete(s.leased, id)
 	r.token = ""
 	f(r, now)
 	s.notify()
@@ -638,6 +702,27 @@ func (l *lane) push(r *record) {
 	heap.Push(h, r)
 }
 
+// remove takes a record out of the lane, and its tenant out of the turn
+// when it was the tenant's last job.
+func (l *lane) remove(r *record) {
+	h := r.in
+	heap.Remove(h, r.idx)
+	l.n--
+	if !l.fair || h.Len() > 0 {
+		return
+	}
+	delete(l.tenants, r.TenantID)
+	for i, t := range l.ring {
+		if t == r.TenantID {
+			l.ring = append(l.ring[:i], l.ring[i+1:]...)
+			if i < l.next {
+				l.next--
+			}
+			break
+		}
+	}
+}
+
 // pop takes the next job of the lane that is not of a paused tenant. Without
 // fairness, a job of a paused tenant met on the way is handed to hold.
 func (l *lane) pop(paused func(string) bool, hold func(*record)) *record {
@@ -677,7 +762,9 @@ func (l *lane) pop(paused func(string) bool, hold func(*record)) *record {
 }
 
 // recordHeap orders records by RunAt (when they are, or became, due), then
-// by the order they were queued in.
+// by the order they were queued in. Each record in it knows the heap and
+// its index there (record.in, record.idx), so that a late settle can take
+// it out (Source.unqueue).
 type recordHeap struct {
 	items []*record
 }
@@ -692,14 +779,18 @@ func (h recordHeap) Less(i, j int) bool {
 }
 func (h recordHeap) Swap(i, j int) {
 	h.items[i], h.items[j] = h.items[j], h.items[i]
+	h.items[i].idx, h.items[j].idx = i, j
 }
 func (h *recordHeap) Push(x any) {
-	h.items = append(h.items, x.(*record))
+	r := x.(*record)
+	r.in, r.idx = h, len(h.items)
+	h.items = append(h.items, r)
 }
 func (h *recordHeap) Pop() any {
 	n := len(h.items)
 	r := h.items[n-1]
 	h.items[n-1] = nil
 	h.items = h.items[:n-1]
+	r.in, r.idx = nil, -1
 	return r
 }

@@ -192,19 +192,20 @@ func (b *batcher) answer(c *call) {
 		return
 	}
 	arr, ok := v.([]any)
-	if !ok || len(arr) < 2+len(c.ops) || (len(arr)-2-len(c.ops))%9 != 0 {
+	if !ok || len(arr) < 3+len(c.ops) || (len(arr)-3-len(c.ops))%9 != 0 {
 		fail(fmt.Errorf("an answer of %d values for %d settles", len(arr), len(c.ops)))
 		return
 	}
 	for i, o := range c.ops {
-		n, _ := arr[2+i].(int64)
+		n, _ := arr[3+i].(int64)
 		o.ok = n == 1
 	}
-	rest := arr[2+len(c.ops):]
+	now := serverTime(arr[2])
+	rest := arr[3+len(c.ops):]
 	for _, o := range c.ops {
 		k := min(o.limit, len(rest)/9)
 		if k > 0 {
-			o.leases = parseLeases(rest[:k*9], o.before.Add(time.Duration(c.lease)*time.Millisecond))
+			o.leases = parseLeases(rest[:k*9], o.before.Add(time.Duration(c.lease)*time.Millisecond), now)
 			rest = rest[k*9:]
 		}
 	}
@@ -215,8 +216,19 @@ func (b *batcher) answer(c *call) {
 	}
 }
 
-// parseLeases reads the leases of a reserve's answer, nine values each.
-func parseLeases(arr []any, until time.Time) []*mailqueue.Lease {
+// serverTime reads the server's clock of a script's answer (ms), the
+// leases' Lease.Now; the zero time when the answer has none.
+func serverTime(v any) time.Time {
+	ms, ok := v.(int64)
+	if !ok || ms <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
+// parseLeases reads the leases of a reserve's answer, nine values each:
+// until is their Until (the local clock), now their Now (the server's).
+func parseLeases(arr []any, until, now time.Time) []*mailqueue.Lease {
 	leases := make([]*mailqueue.Lease, 0, len(arr)/9)
 	for i := 0; i+9 <= len(arr); i += 9 {
 		str := func(k int) string { x, _ := arr[i+k].(string); return x }
@@ -224,7 +236,7 @@ func parseLeases(arr []any, until time.Time) []*mailqueue.Lease {
 		leases = append(leases, &mailqueue.Lease{
 			ID: str(0), Token: str(1), Data: []byte(str(2)), Attempt: int(num(3)) + 1, MaxAttempts: int(num(4)),
 			Redeliveries: int(num(5)), Priority: priorityOf(num(6)), TenantID: str(7),
-			EnqueuedAt: time.UnixMilli(num(8)), Until: until,
+			EnqueuedAt: time.UnixMilli(num(8)), Until: until, Now: now,
 		})
 	}
 	return leases

@@ -9,8 +9,11 @@
 // with a header stating its KEYS, ARGV and return values), run atomically
 // by the server: enqueue with its duplicates told by id and hash, reserve
 // by priority then time (with tenant fairness and pauses), and extend, ack,
-// retry, fail and release fenced by a fresh token per lease. Time is the
-// server's (TIME), never a worker's.
+// retry, fail and release fenced by a fresh token per lease, by the token
+// alone: a run whose lease ran out still settles while no other run took
+// the job (docs/architecture.md, "Fenced by the token"). Time is the
+// server's (TIME), never a producer's or a worker's: a job with no RunAt is
+// due at the server's now, and a lease tells the server's now (Lease.Now).
 //
 // All keys of a queue share one hash tag, {prefix:queue}, so a queue lives
 // in one slot and the driver runs on Redis Cluster as on a standalone
@@ -619,7 +622,7 @@ func (s *Source) Enqueue(ctx context.Context, jobs []mailqueue.NewJob) ([]mailqu
 				attempts = mailqueue.DefaultMaxAttempts
 			}
 			a = append(a, j.ID, j.Hash, version(j.Data), j.Data, priorityNum(j.Priority), j.TenantID, attempts,
-				j.RunAt.UnixMilli(), j.EnqueuedAt.UnixMilli())
+				unixMilliOrZero(j.RunAt), unixMilliOrZero(j.EnqueuedAt))
 		}
 		return a
 	}
@@ -651,6 +654,15 @@ func (s *Source) Enqueue(ctx context.Context, jobs []mailqueue.NewJob) ([]mailqu
 		s.n.wakeAll()
 	}
 	return res, nil
+}
+
+// unixMilliOrZero is t in ms since the epoch, or 0 for the zero time:
+// enqueue.lua takes 0 as the server's now.
+func unixMilliOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
 
 func (s *Source) enqueuePipelined(ctx context.Context, jobs []mailqueue.NewJob, chunkArgs func([]mailqueue.NewJob) []any) ([][]any, error) {
@@ -689,7 +701,7 @@ func (s *Source) enqueuePipelined(ctx context.Context, jobs []mailqueue.NewJob, 
 // Reserve leases up to p.Limit due jobs; see mailqueue.Source and
 // scripts/reserve.lua. A lease's Until is on the local clock: the time
 // before the call plus p.LeaseDuration, so it never ends later than the
-// lease the server holds.
+// lease the server holds. Its Now is the server's clock when it leased.
 func (s *Source) Reserve(ctx context.Context, p mailqueue.ReserveParams) ([]*mailqueue.Lease, error) {
 	if p.Limit < 1 {
 		p.Limit = 1
@@ -704,12 +716,12 @@ func (s *Source) Reserve(ctx context.Context, p mailqueue.ReserveParams) ([]*mai
 		return nil, fmt.Errorf("redis: reserve: %w", err)
 	}
 	arr, ok := v.([]any)
-	if !ok || len(arr) < 2 || (len(arr)-2)%9 != 0 {
+	if !ok || len(arr) < 3 || (len(arr)-3)%9 != 0 {
 		return nil, fmt.Errorf("redis: reserve: an answer of %d values", len(arr))
 	}
 	next, _ := arr[0].(int64)
 	more, _ := arr[1].(int64)
-	leases := parseLeases(arr[2:], before.Add(p.LeaseDuration))
+	leases := parseLeases(arr[3:], before.Add(p.LeaseDuration), serverTime(arr[2]))
 	s.wakeAfter(next, more)
 	return leases, nil
 }

@@ -40,7 +40,15 @@
 -- order within the script (4 digits), then its id: jobs due at the same
 -- millisecond go in the order they were queued.
 --
--- Time is the server's (TIME), never a worker's.
+-- Time is the server's (TIME), never a producer's or a worker's: a job
+-- enqueued with no run at is due at the server's now, and the reserves
+-- answer the server's now, so that a worker decides expiry by it.
+--
+-- A settle is fenced by its token alone: a job's "token" is its current
+-- lease's, set by the reserve that takes it, kept when the lease runs out
+-- (a reserve queues the job again with it) until a reserve takes the job
+-- again, and cleared by a settle. A settle or an extend with the current
+-- token applies even after the lease ran out (take_back).
 
 local P = ARGV[1]
 local SHIFT = tonumber(ARGV[2])
@@ -97,12 +105,17 @@ local function push_ready(pri, tenant, score, mem)
 end
 
 -- queue_job makes a job queued: scheduled when run_at is later than now,
--- else due; extra holds more fields to set on the job. It returns how long
--- from now it is due (0 when it is).
-local function queue_job(id, jk, pri, tenant, run_at, now, extra)
+-- else due; extra holds more fields to set on the job. Its token is
+-- cleared, unless keep_token (a lease that ran out: its run may still
+-- settle). It returns how long from now it is due (0 when it is).
+local function queue_job(id, jk, pri, tenant, run_at, now, extra, keep_token)
   QSEQ = QSEQ + 1
   local mem = string.format('%016d%04d', US, QSEQ % 10000) .. id
-  local f = { 'state', 'queued', 'runat', run_at, 'mem', mem, 'token', '' }
+  local f = { 'state', 'queued', 'runat', run_at, 'mem', mem }
+  if not keep_token then
+    f[#f + 1] = 'token'
+    f[#f + 1] = ''
+  end
   if extra then
     for _, v in ipairs(extra) do f[#f + 1] = v end
   end
@@ -122,32 +135,47 @@ local function wake(delay)
   end
 end
 
--- holds_lease is the fence of Extend: the job's lease
--- token is token, and its lease is in leased and has not run out. A job
--- whose hash or lease vanished holds no lease. It returns the attempts the
--- job spent when the lease holds, else nil.
-local function holds_lease(id, jk, token, now)
-  if token == '' then return nil end
-  local f = redis.call('HMGET', jk, 'token', 'att')
-  if not f[1] or f[1] ~= token then return nil end
-  local u = redis.call('ZSCORE', K_LEASED, id)
-  if not u or tonumber(u) <= now then return nil end
-  return tonumber(f[2]) or 0
+-- unqueue takes the member mem of a queued job of priority pri and tenant
+-- out of wherever it waits: scheduled, its ready lane, its tenant's lane
+-- (the tenant leaving the ring when that lane is then empty) or its
+-- tenant's held jobs.
+local function unqueue(mem, pri, tenant)
+  if not mem or mem == '' then return end
+  redis.call('ZREM', K_SCHED, mem)
+  redis.call('ZREM', P .. 'ready:' .. pri, mem)
+  redis.call('ZREM', P .. 'held:' .. pri .. ':' .. tenant, mem)
+  if pri > 0 then
+    local lk = P .. 'ready:' .. pri .. ':t:' .. tenant
+    if redis.call('ZREM', lk, mem) == 1 and redis.call('EXISTS', lk) == 0 then
+      redis.call('LREM', P .. 'ring:' .. pri, 0, tenant)
+    end
+  end
 end
 
--- end_lease is the fence of the settles (settle.lua) and ends the lease
--- when it holds: the job's lease token is token, its lease (the job's
--- "until") has not run out, and its entry in leased is there, which it
--- removes. A job whose hash or lease entry vanished holds no lease. It
--- returns the attempts the job spent when the lease held (its entry now
--- gone from leased), else nil, nothing changed.
-local function end_lease(id, jk, token, now)
+-- take_back is the fence of the settles (settle.lua) and of Extend
+-- (extend.lua): the run of token holds the job while the job's token is
+-- token, whether or not its lease ran out. The job is then running (its
+-- entry in leased there, which take_back removes), or queued again by a
+-- reserve after its lease ran out, its token kept (take_back takes it out
+-- of its lane and undoes the redelivery that reserve counted: the run ended
+-- settled after all). A job whose hash vanished, that was settled, or that
+-- another run took (a new token) is not held. It returns the attempts the
+-- job spent when held, the job now out of leased and of every lane (the
+-- caller settles or leases it), else nil, nothing changed.
+local function take_back(id, jk, token)
   if token == '' then return nil end
-  local f = redis.call('HMGET', jk, 'token', 'att', 'until')
+  local f = redis.call('HMGET', jk, 'token', 'att', 'state', 'mem', 'pri', 'tenant', 'redel')
   if not f[1] or f[1] ~= token then return nil end
-  local u = tonumber(f[3])
-  if not u or u <= now then return nil end
-  if redis.call('ZREM', K_LEASED, id) == 0 then return nil end
+  if f[3] == 'running' then
+    if redis.call('ZREM', K_LEASED, id) == 0 then return nil end
+  elseif f[3] == 'queued' then
+    unqueue(f[4], tonumber(f[5]) or 1, f[6] or '')
+    local redel = (tonumber(f[7]) or 1) - 1
+    if redel < 0 then redel = 0 end
+    redis.call('HSET', jk, 'state', 'running', 'redel', redel, 'mem', '')
+  else
+    return nil
+  end
   return tonumber(f[2]) or 0
 end
 
@@ -168,7 +196,7 @@ local function resume_tenant(tenant)
   return any
 end
 
--- finish settles a job whose lease ended (end_lease) for good in state, its
+-- finish settles a job whose lease ended (take_back) for good in state, its
 -- attempts now att, applies RetainData, and keeps it for its retention (by
 -- time, never by count: the hash expires, and the state's index is
 -- trimmed by time).
@@ -192,7 +220,7 @@ local function finish(id, jk, att, state, code, reason, now)
   end
 end
 
--- requeue gives a job whose lease ended (end_lease) back, due after delay
+-- requeue gives a job whose lease ended (take_back) back, due after delay
 -- ms, its attempts now att.
 local function requeue(id, jk, att, code, reason, delay, now)
   redis.call('HDEL', jk, 'until')

@@ -4,8 +4,12 @@
 -- ARGV[7..]  -> the jobs, nine values each:
 --   id, hash, v (the job's version, kept when its data is dropped), data
 --   (the job's JSON), priority (0 high, 1 normal, 2 low), tenant ("" for
---   none), max attempts, run at (ms, the producer's scheduledAt or now),
---   enqueued at (ms)
+--   none), max attempts, run at (ms: the producer's scheduledAt; 0 for
+--   now, by the server's clock), enqueued at (ms, by the producer's clock;
+--   0 for the server's now)
+--
+-- A job with no run at is due at the server's now, never at the
+-- producer's: a producer whose clock is ahead makes no job wait.
 --
 -- A job whose id is stored already, in any state, is not stored again:
 -- the same hash is a duplicate, another hash a conflict (queue.key_reused).
@@ -41,9 +45,13 @@ for i = 7, #ARGV, 9 do
       res[#res + 1] = 2
     end
   else
-    local d = queue_job(id, jk, tonumber(ARGV[i + 4]), ARGV[i + 5], tonumber(ARGV[i + 7]), now, {
+    local run_at = tonumber(ARGV[i + 7])
+    if run_at == 0 then run_at = now end
+    local enq = ARGV[i + 8]
+    if enq == '0' then enq = now end
+    local d = queue_job(id, jk, tonumber(ARGV[i + 4]), ARGV[i + 5], run_at, now, {
       'hash', ARGV[i + 1], 'v', ARGV[i + 2], 'data', ARGV[i + 3], 'pri', ARGV[i + 4], 'tenant', ARGV[i + 5],
-      'max', ARGV[i + 6], 'att', 0, 'redel', 0, 'enq', ARGV[i + 8] })
+      'max', ARGV[i + 6], 'att', 0, 'redel', 0, 'enq', enq })
     soonest = min(soonest, d)
     res[#res + 1] = 0
   end

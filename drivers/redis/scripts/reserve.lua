@@ -21,7 +21,8 @@
 --   [1] -> ms from now until the next job may become due or a lease runs
 --          out (the next scheduled job, lease end or pause end); -1 for none
 --   [2] -> 1 when a bound above was reached, so that more may be due now
+--   [3] -> the server's clock in ms when it leased (the leases' Lease.Now)
 --   then nine values per lease: id, token, data, attempts spent, max
 --   attempts, redeliveries, priority, tenant, enqueued at (ms)
 
-return reserve({ 0, 0 }, now_ms(), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9])
+return reserve({ 0, 0, 0 }, now_ms(), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9])

@@ -8,12 +8,13 @@
 -- per lease to out (id, token, data, attempts spent, max attempts,
 -- redeliveries, priority, tenant, enqueued at in ms), and sets out[1] (ms
 -- from now until the next job may become due or a lease runs out; -1 for
--- none) and out[2] (1 when a bound was reached, so that more may be due
--- now). It returns out.
+-- none), out[2] (1 when a bound was reached, so that more may be due now)
+-- and out[3] (now: the server's clock in ms, the leases' Lease.Now). It
+-- returns out.
 --
 -- Before it leases, by the server's clock: the jobs whose lease ran out are
--- queued again, due when it ran out, a redelivery counted (at most 200 a
--- call); the scheduled jobs now due are promoted (at most 1000 a call); the
+-- queued again, due when it ran out, a redelivery counted, their token kept
+-- until a run takes them (at most 200 a call); the scheduled jobs now due are promoted (at most 1000 a call); the
 -- tenant pauses that ended give their held jobs back. A paused queue leases
 -- nothing. A due job of a paused tenant met in a lane not shared among
 -- tenants is held until its pause ends (at most 1000 a call); a paused
@@ -36,8 +37,10 @@ local function reserve(out, now, limit, lease, tokbase)
       redis.call('ZREM', K_LEASED, id)
       local f = redis.call('HMGET', jk, 'pri', 'tenant', 'state', 'redel')
       if f[3] == 'running' then
+        -- The job keeps its token: its run may still settle it, until a
+        -- reserve takes it again (take_back).
         redis.call('HDEL', jk, 'until')
-        queue_job(id, jk, tonumber(f[1]), f[2] or '', tonumber(exp[i + 1]), now, { 'redel', (tonumber(f[4]) or 0) + 1 })
+        queue_job(id, jk, tonumber(f[1]), f[2] or '', tonumber(exp[i + 1]), now, { 'redel', (tonumber(f[4]) or 0) + 1 }, true)
       end
     end
     l0 = redis.call('ZRANGE', K_LEASED, 0, 0, 'WITHSCORES')
@@ -85,6 +88,7 @@ local function reserve(out, now, limit, lease, tokbase)
   local function answer()
     if nxt then out[1] = math.max(nxt - now, 0) else out[1] = -1 end
     out[2] = more
+    out[3] = now
     return out
   end
 

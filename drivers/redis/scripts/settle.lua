@@ -19,15 +19,18 @@
 --   code and reason are stored as the job's last error (not for "a").
 --
 -- A kind not above fails the script before it changes anything. Each
--- settle changes nothing when its token is not that of the job's
--- current lease or the lease ran out. The settles run in order, before the
--- reserve, by one reading of the server's clock.
+-- settle is fenced by its token alone (take_back): it changes nothing when
+-- its token is not the job's current one (another run took the job, or it
+-- was settled), and applies when it is, even after the lease ran out. The
+-- settles run in order, before the reserve, by one reading of the server's
+-- clock.
 --
 -- Returns: an array:
 --   [1] -> ms from now until the next job may become due or a lease runs
 --          out; -1 for none (and when ARGV[7] is 0)
 --   [2] -> 1 when a bound of the reserve was reached, so that more may be
 --          due now (reserve_lib.lua)
+--   [3] -> the server's clock in ms (the leases' Lease.Now)
 --   then one integer per settle, in order: 1 when settled, 0 when fenced
 --   then nine values per lease: id, token, data, attempts spent, max
 --   attempts, redeliveries, priority, tenant, enqueued at (ms)
@@ -42,12 +45,12 @@ for i = 10, #ARGV, 6 do
 end
 local now = now_ms()
 local limit = tonumber(ARGV[7])
-local out = { -1, 0 }
+local out = { -1, 0, now }
 local soonest = nil
 for i = 10, #ARGV, 6 do
   local kind, id, token = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local jk = job_key(id)
-  local att = end_lease(id, jk, token, now)
+  local att = take_back(id, jk, token)
   if not att then
     out[#out + 1] = 0
   else
