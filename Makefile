@@ -3,7 +3,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all generate check lint size fmt vet gen-check test codes test-short fuzz bench bench-redis demo
+.PHONY: all generate check lint lint-install size fmt vet gen-check test codes test-short fuzz bench bench-redis demo
 
 all: check
 
@@ -11,9 +11,9 @@ all: check
 generate:
 	$(GO) generate ./...
 
-## check: formatting, vet, generated code current, tests with -race, every
-## code of schema/codes.yaml logged by a test
-check: size fmt vet gen-check test codes
+## check: no large file, formatting, vet, lint, generated code current, tests
+## with -race, every code of schema/codes.yaml logged by a test
+check: size fmt vet lint gen-check test codes
 
 ## lint: golangci-lint (the pinned version, built into .tmp/bin from the Go
 ## module proxy on first use: about two minutes) with .golangci.yaml
@@ -21,6 +21,8 @@ LINT_VERSION ?= v2.15.0
 LINT := $(CURDIR)/.tmp/bin/golangci-lint
 $(LINT):
 	GOBIN=$(CURDIR)/.tmp/bin $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(LINT_VERSION)
+## lint-install: build the pinned golangci-lint into .tmp/bin (.ci/run calls it)
+lint-install: $(LINT)
 lint: $(LINT)
 	@$(LINT) version | grep -q "version $(LINT_VERSION:v%=%) " || GOBIN=$(CURDIR)/.tmp/bin $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(LINT_VERSION)
 	$(LINT) run ./...

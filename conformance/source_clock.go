@@ -51,7 +51,7 @@ func testDueAtStoreNow(t *testing.T, s *suite) {
 	s.wait(10 * time.Millisecond)
 	s.enqueue(t, behind)
 	s.wait(10 * time.Millisecond)
-	var got []string
+	got := make([]string, 0, 2)
 	for range 2 {
 		l := s.reserveOne(t)
 		got = append(got, l.ID)

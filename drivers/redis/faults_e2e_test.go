@@ -233,16 +233,16 @@ func (r *faultRig) waitAccepted(n int64, timeout time.Duration) {
 }
 
 // measure stops the workers, counts the run and logs its Measure line.
-func (r *faultRig) measure(fault string, recovered, drained time.Duration) (faulttest.Measure, map[string]mailqueue.JobRow) {
+func (r *faultRig) measure(fault string, recovered, drained time.Duration) faulttest.Measure {
 	r.t.Helper()
 	r.stopWorkers()
-	m, rows, err := faulttest.Tally(context.Background(), r.src, fault, r.ids, faulttest.Sends(r.smtp.Messages()))
+	m, _, err := faulttest.Tally(context.Background(), r.src, fault, r.ids, faulttest.Sends(r.smtp.Messages()))
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	m.Recover, m.Drain = recovered, drained
 	r.t.Log(m.String())
-	return m, rows
+	return m
 }
 
 // checkNoneTwiceNoneLost is what every fault test asks: no message sent
@@ -306,7 +306,7 @@ func TestFaultSMTPRestart(t *testing.T) {
 		time.Sleep(time.Until(start.Add(time.Duration(tick+1) * 100 * time.Millisecond)))
 	}
 	recovered, drained, _ := watch.Wait(ticks*per, 30*time.Second)
-	m, _ := r.measure("smtp-restart (5s down, 2 workers x 4)", recovered, drained)
+	m := r.measure("smtp-restart (5s down, 2 workers x 4)", recovered, drained)
 	checkAllSentOnceUnspent(t, m, "waits for H7 (an outage spends no attempt: mail.ErrUnavailable, the circuit breaker)")
 }
 
@@ -337,7 +337,7 @@ func TestFaultRedisRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	recovered, drained, _ := faulttest.StartWatch(r.src).Wait(jobs, 30*time.Second)
-	m, _ := r.measure("redis-restart (SIGKILL, AOF always, 2s down, 2 workers x 8)", recovered, drained)
+	m := r.measure("redis-restart (SIGKILL, AOF always, 2s down, 2 workers x 8)", recovered, drained)
 	checkNoneTwiceNoneLost(t, m)
 	if m.Unknown() != 0 {
 		t.Errorf("%d jobs of unknown delivery (%v) from a blip of 2 s, want none; waits for H9 (settle retried on a store blip)", m.Unknown(), m.DeliveryUnknown)
@@ -374,7 +374,7 @@ func TestFaultFullRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	recovered, drained, _ := faulttest.StartWatch(r.src).Wait(jobs, 30*time.Second)
-	m, _ := r.measure("full-redis (idempotency store OOM 4s, 2 workers x 4)", recovered, drained)
+	m := r.measure("full-redis (idempotency store OOM 4s, 2 workers x 4)", recovered, drained)
 	checkAllSentOnceUnspent(t, m, "waits for H7 (an IdempotencyTransport store failure spends no attempt)")
 }
 
@@ -476,7 +476,7 @@ func TestFaultWorkerStopped(t *testing.T) {
 				t.Fatal(err)
 			}
 			recovered, drained, _ := faulttest.StartWatch(r.src).Wait(jobs, 15*time.Second)
-			m, _ := r.measure(fmt.Sprintf("worker-sigstop/%s (stopped after a send for 3s, lease 1s, %s)", tc.name, workers), recovered, drained)
+			m := r.measure(fmt.Sprintf("worker-sigstop/%s (stopped after a send for 3s, lease 1s, %s)", tc.name, workers), recovered, drained)
 			checkNoneTwiceNoneLost(t, m)
 			if m.SentOnce != m.Jobs {
 				t.Errorf("%d of %d jobs sent once, want all", m.SentOnce, m.Jobs)

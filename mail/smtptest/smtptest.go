@@ -185,7 +185,7 @@ func New(script Script) (*Server, error) {
 	srv.EnableSMTPUTF8 = script.SMTPUTF8
 	srv.ErrorLog = discardLogger{}
 	s.srv = srv
-	var serve net.Listener = ln
+	serve := net.Listener(ln)
 	if script.ImplicitTLS && script.TLS != nil {
 		srv.TLSConfig = nil
 		serve = tls.NewListener(ln, script.TLS)

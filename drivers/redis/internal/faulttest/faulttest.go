@@ -293,9 +293,9 @@ func (g *Gate) close() {
 	g.wg.Wait()
 }
 
-// ExitWithParent, called in a child process, exits it once its parent is
-// gone (its parent process id changes), checking twice a second: a worker
-// child outlives no test, even where DieWithParent does nothing.
+// ExitWithParent exits the child process it is called in once its parent
+// is gone (its parent process id changes), checking twice a second: a
+// worker child outlives no test, even where DieWithParent does nothing.
 func ExitWithParent() {
 	ppid := os.Getppid()
 	go func() {
