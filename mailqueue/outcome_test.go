@@ -206,7 +206,7 @@ func TestOutcomeOfAReceipt(t *testing.T) {
 		{"delivery unknown (a timeout after the request)", receiptOf(mail.DeliveryUnknown, 0), outcome{mailqueue.JobDeliveryUnknown, 1, codes.DeliveryUnknown}, 0, 0},
 		{"retryable, attempts left", receiptOf(mail.Retryable, 451), outcome{mailqueue.JobQueued, 1, codes.QueueSendFailed}, 0, 30 * time.Second},
 		{"retryable with a Retry-After", mail.Receipt{Category: mail.Retryable, Code: 421, RetryAfter: 2 * time.Minute}, outcome{mailqueue.JobQueued, 1, codes.QueueSendFailed}, 2 * time.Minute, 2*time.Minute + 12*time.Second},
-		{"rate limited (scope job)", mail.Receipt{Category: mail.RateLimited, Code: 429, RetryAfter: 20 * time.Second}, outcome{mailqueue.JobQueued, 1, codes.QueueRateLimited}, 20 * time.Second, 30 * time.Second},
+		{"rate limited (scope job): given back, no attempt spent", mail.Receipt{Category: mail.RateLimited, Code: 429, RetryAfter: 20 * time.Second}, outcome{mailqueue.JobQueued, 0, codes.QueueRateLimited}, 20 * time.Second, 22 * time.Second},
 		{"refused: validation", receiptOf(mail.Validation, 555), outcome{mailqueue.JobFailed, 1, codes.QueueMessageRefused}, 0, 0},
 		{"refused: rejected", receiptOf(mail.Rejected, 550), outcome{mailqueue.JobFailed, 1, codes.QueueMessageRefused}, 0, 0},
 		{"refused: unsupported", receiptOf(mail.Unsupported, 553), outcome{mailqueue.JobFailed, 1, codes.QueueMessageRefused}, 0, 0},

@@ -37,8 +37,8 @@ type sourceOnly struct{ mailqueue.Source }
 
 // TestRateLimitFallsBackToTheJobScope: with a queue or tenant scope and a
 // driver that cannot pause (no Pauser, or a polling driver whose source
-// cannot), a rate limit retries the job alone, as the job scope does: an
-// attempt spent, due no sooner than its Retry-After, nothing paused.
+// cannot), a rate limit gives the job alone back, as the job scope does:
+// the attempt not spent, due no sooner than its Retry-After, nothing paused.
 func TestRateLimitFallsBackToTheJobScope(t *testing.T) {
 	t.Parallel()
 	drivers := []struct {
@@ -92,15 +92,15 @@ func TestRateLimitFallsBackToTheJobScope(t *testing.T) {
 				first := enqueue("a", "1")
 				drainAll()
 				got := stored(t, get, first)
-				if got.State != mailqueue.JobQueued || got.Attempt != 1 || got.Code != codes.QueueRateLimited {
-					t.Errorf("the rate-limited job: %+v; want queued, attempt 1 spent, queue.rate_limited", got)
+				if got.State != mailqueue.JobQueued || got.Attempt != 0 || got.Code != codes.QueueRateLimited {
+					t.Errorf("the rate-limited job: %+v; want queued, no attempt spent, queue.rate_limited", got)
 				}
 				if d := got.RunAt.Sub(fc.Now()); d < time.Minute || d > time.Minute+6*time.Second {
 					t.Errorf("due in %v; want within [1m, 1m6s]: its Retry-After and a jitter", d)
 				}
 				events := sink.Events(first)
 				if n := len(events); n == 0 || events[n-1].State != mailqueue.AuditQueued || events[n-1].Code != codes.QueueRateLimited || events[n-1].Attempt != 1 {
-					t.Errorf("audit %+v; want a retry (queued, queue.rate_limited, attempt 1) last", events)
+					t.Errorf("audit %+v; want queued again (queue.rate_limited, the run's attempt 1) last", events)
 				}
 				// Nothing paused: a job of the same tenant goes at once.
 				other := enqueue("a", "2")

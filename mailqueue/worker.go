@@ -130,7 +130,19 @@ type WorkerConfig struct {
 	// stops reserving and probes the transport, every 1 s doubling to 10 s,
 	// until it answers.
 	Breaker BreakerConfig
+	// SkipTransportCheck, when true, starts the worker without checking its
+	// transport. By default Start calls the transport's Check (mail.Checker:
+	// for SMTP, connect, EHLO, STARTTLS, AUTH, QUIT) once and refuses to
+	// start when it fails for a reason an outage does not explain (a wrong
+	// password, a TLS setting the server refuses), so that such a mistake is
+	// an error at start and not a release of every job every OperatorDelay.
+	// A transport that cannot check (errors.ErrUnsupported) or cannot be
+	// reached (mail.ErrUnavailable: the breaker waits for it) starts anyway.
+	SkipTransportCheck bool
 }
+
+// startCheckTimeout bounds the transport check of Worker.Start.
+const startCheckTimeout = 30 * time.Second
 
 // RateLimitScope is what a rate limit pauses. A pause of the whole queue
 // suits a single provider; with failover among several, take the provider
@@ -230,6 +242,9 @@ func (w *Worker) Start() error {
 	if w.runner != nil {
 		return errors.New("mailqueue: worker started already")
 	}
+	if err := w.checkTransport(); err != nil {
+		return err
+	}
 	r, err := w.q.cfg.Driver.Work(w, WorkOptions{Concurrency: w.cfg.Concurrency, Gate: w.br.Gate})
 	if err != nil {
 		return err
@@ -237,6 +252,26 @@ func (w *Worker) Start() error {
 	w.runner = r
 	w.warnUnsafeRedelivery()
 	return nil
+}
+
+// checkTransport runs the transport's Check at start (see
+// WorkerConfig.SkipTransportCheck).
+func (w *Worker) checkTransport() error {
+	c, ok := w.cfg.Transport.(mail.Checker)
+	if !ok || w.cfg.SkipTransportCheck {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startCheckTimeout)
+	defer cancel()
+	err := c.Check(ctx)
+	switch {
+	case err == nil, errors.Is(err, errors.ErrUnsupported):
+		return nil
+	case errors.Is(err, mail.ErrUnavailable):
+		w.log.Warn(string(codes.QueueTransportUnavailable), "reason", "the transport cannot be reached at start; the worker starts, and its jobs wait for it: "+mail.Redact(err.Error()))
+		return nil
+	}
+	return fmt.Errorf("mailqueue: the transport's check failed at start (WorkerConfig.SkipTransportCheck skips it): %w", err)
 }
 
 // warnUnsafeRedelivery logs, once at start, that a lost lease may send a
@@ -620,13 +655,13 @@ func (w *Worker) retry(ctx context.Context, r *run, code codes.Code, retryAfter 
 	return Outcome{Action: Retry, Delay: delay, Code: code, Reason: reason}
 }
 
-// rateLimited retries a job the provider asked to slow down for, no sooner
-// than its Retry-After; with a queue or tenant scope it pauses the queue or
-// the tenant instead and gives the job back, and the attempt is not spent.
+// rateLimited gives back a job the provider asked to slow down for, the
+// attempt not spent, due no sooner than its Retry-After (BackoffBase when
+// it gives none) with a little jitter above it; with a queue or tenant
+// scope it also pauses the queue or the tenant for the Retry-After. It
+// fails the job when it would come back after its expiresAt, or when the
+// job has waited more than a week (MaxReleaseWait).
 func (w *Worker) rateLimited(ctx context.Context, r *run, receipt mail.Receipt) Outcome {
-	if w.cfg.RateLimitScope == RateLimitJob || !w.q.canPause() {
-		return w.retry(ctx, r, codes.QueueRateLimited, receipt.RetryAfter, reasonOf(receipt))
-	}
 	wait := receipt.RetryAfter
 	if wait <= 0 {
 		wait = BackoffBase
@@ -635,7 +670,17 @@ func (w *Worker) rateLimited(ctx context.Context, r *run, receipt mail.Receipt) 
 	if r.job != nil && r.job.ExpiresAt != nil && r.now.Add(delay).After(*r.job.ExpiresAt) {
 		return w.fail(ctx, r, codes.QueueExpired, codes.StateFailed, "its retry would come after its expiresAt: "+reasonOf(receipt))
 	}
+	if !r.lease.EnqueuedAt.IsZero() && r.now.Sub(r.lease.EnqueuedAt) > MaxReleaseWait {
+		return w.fail(ctx, r, codes.QueueRateLimited, codes.StateFailed, reasonOf(receipt)+"; rate-limited for more than a week")
+	}
+	// A rate limit says nothing of the message and nothing was sent: the
+	// job is given back, the attempt not spent, as BullMQ and asynq do with
+	// a rate limit, so a throttling provider fails no mail for good.
 	out := w.release(r, codes.QueueRateLimited, delay, reasonOf(receipt))
+	_ = w.audit(ctx, r, AuditQueued, codes.QueueRateLimited, out.Reason) // a failure is logged and warned by audit
+	if w.cfg.RateLimitScope == RateLimitJob || !w.q.canPause() {
+		return out
+	}
 	out.Pause = &Pause{For: wait}
 	if w.cfg.RateLimitScope == RateLimitTenant {
 		out.Pause.Tenant, out.Pause.TenantID = true, r.lease.TenantID

@@ -57,7 +57,24 @@ func openRedis(ctx context.Context, f redisFlags, log *slog.Logger) (*store, err
 		return nil, err
 	}
 	idem := redisdriver.NewIdempotencyStore(client, f.idemPrefix)
-	return &store{op: q, name: q.Source().Tag(), forget: idem.Forget, close: func() { _ = client.Close() }}, nil
+	// A resend clears the workers' entry of the job; an entry that is not
+	// there means the prefix is not the workers' (their receipt would still
+	// answer), so nothing is cleared and nothing is queued.
+	forget := func(ctx context.Context, key string) error {
+		pfx := f.idemPrefix
+		if pfx == "" {
+			pfx = redisdriver.DefaultIdempotencyPrefix
+		}
+		n, err := client.Exists(ctx, pfx+":idem:"+key).Result()
+		if err != nil {
+			return fmt.Errorf("reading the idempotency entry: %w", err)
+		}
+		if n == 0 {
+			return fmt.Errorf("no idempotency entry of %s under the prefix %q: nothing was cleared and nothing queued; give the workers' --idempotency-prefix, or use retry (without --resend) if they use no IdempotencyTransport", key, pfx)
+		}
+		return idem.Forget(ctx, key)
+	}
+	return &store{op: q, name: q.Source().Tag(), forget: forget, close: func() { _ = client.Close() }}, nil
 }
 
 // redisClient connects to url: a redis:// URL, or for a cluster a

@@ -149,6 +149,13 @@ func TestRedisRetryResend(t *testing.T) {
 		t.Fatal("mailq retry cleared the job's idempotency entry")
 	}
 	unknown()
+	// A prefix that is not the workers': nothing cleared, nothing queued.
+	if out, errOut, code := mailq(prefix, "retry", "--resend", "--idempotency-prefix", prefix+"-other", "job-1"); code != 1 || !strings.Contains(errOut, "no idempotency entry") {
+		t.Fatalf("mailq retry --resend under another prefix = %d, want 1 and the reason:\n%s%s", code, out, errOut)
+	}
+	if j, err := src.Get(ctx, "job-1"); err != nil || j.State != mailqueue.JobDeliveryUnknown {
+		t.Fatalf("after a resend under another prefix: %+v, %v; want delivery_unknown still", j, err)
+	}
 	out, errOut, code := mailq(prefix, "retry", "--resend", "--idempotency-prefix", idemPrefix, "job-1")
 	if code != 0 || !strings.Contains(out, "job-1 queued again, its idempotency key cleared") || !strings.Contains(out, "twice") {
 		t.Fatalf("mailq retry --resend = %d:\n%s%s", code, out, errOut)

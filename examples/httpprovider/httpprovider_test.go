@@ -112,8 +112,8 @@ func TestRateLimitThroughTheQueue(t *testing.T) {
 	}
 	drain(t, mq)
 	job, _ := mq.Get(context.Background(), res.ID)
-	if job.State != mailqueue.JobQueued || job.Code != codes.QueueRateLimited || job.Attempt != 1 {
-		t.Fatalf("after the 429: state %s, code %s, attempts %d; want queued, queue.rate_limited, 1", job.State, job.Code, job.Attempt)
+	if job.State != mailqueue.JobQueued || job.Code != codes.QueueRateLimited || job.Attempt != 0 {
+		t.Fatalf("after the 429: state %s, code %s, attempts %d; want queued, queue.rate_limited, 0 (a rate limit spends no attempt)", job.State, job.Code, job.Attempt)
 	}
 	if wait := job.RunAt.Sub(fc.Now()); wait < 120*time.Second {
 		t.Fatalf("the next run in %v, sooner than the Retry-After of 120s", wait)

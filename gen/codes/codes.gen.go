@@ -209,7 +209,9 @@ const (
 	QueueSendFailed Code = "queue.send_failed"
 
 	// QueueRateLimited is "queue.rate_limited": the transport asked to slow down;
-	// retried no sooner than its Retry-After, with a little jitter above it.
+	// given back without spending its attempt, due no sooner than its Retry-After
+	// with a little jitter above it (and the queue or the tenant paused under
+	// RateLimitScope queue or tenant); failed after a week of it.
 	//
 	// Where: failure. State: queued. Level: warn. Spec: mailer; the spec's
 	// paragraph on Retry-After, which names no code.
@@ -728,7 +730,7 @@ var infos = []Info{
 		Level: slog.LevelWarn,
 		Spec:  "mailer; the spec's paragraph on Retry-After, which names no code",
 		State: StateQueued,
-		What:  "The transport asked to slow down; retried no sooner than its Retry-After, with a little jitter above it.",
+		What:  "The transport asked to slow down; given back without spending its attempt, due no sooner than its Retry-After with a little jitter above it (and the queue or the tenant paused under RateLimitScope queue or tenant); failed after a week of it.",
 		Where: WhereFailure,
 	},
 	{

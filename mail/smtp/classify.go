@@ -81,10 +81,16 @@ func classify(code int, text string) mail.Category {
 // rateLimited tells whether a 4xx reply asks the client to slow down.
 func rateLimited(code int, enh, text string) bool {
 	switch {
-	case code == 421:
-		// The server closes the channel: whatever its reason, the client
-		// should come back later, not at once.
+	case code == 421 && (strings.HasPrefix(enh, "4.7.") || rateText.MatchString(text)):
+		// The server closes the channel because this client comes too
+		// often ("421 4.7.0 … too many connections from …").
 		return true
+	case code == 421:
+		// The server closes the channel for a reason of its own ("421
+		// 4.3.2 Service shutting down"): not a rate. Before MAIL FROM it
+		// is an outage (nothing was sent: the job waits, its attempt not
+		// spent, and the breaker probes); later it is retryable.
+		return false
 	case enh == "4.5.3":
 		// Too many recipients in one transaction: a limit, not a rate.
 		return false

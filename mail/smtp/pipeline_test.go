@@ -29,9 +29,9 @@ func TestSendMoreCategories(t *testing.T) {
 		cat    mail.Category
 		code   int
 	}{
-		{name: "421 at greeting", script: smtptest.Script{Greeting: reply(421, "4.3.2")}, cat: mail.RateLimited, code: 421},
+		{name: "421 at greeting", script: smtptest.Script{Greeting: reply(421, "4.3.2")}, cat: mail.Retryable, code: 421},
 		{name: "554 at greeting", script: smtptest.Script{Greeting: reply(554, "5.7.1")}, cat: mail.Configuration, code: 554},
-		{name: "421 at EHLO", script: smtptest.Script{Hello: reply(421, "4.3.2")}, cat: mail.RateLimited, code: 421},
+		{name: "421 at EHLO", script: smtptest.Script{Hello: reply(421, "4.3.2")}, cat: mail.Retryable, code: 421},
 		{name: "454 at AUTH", script: smtptest.Script{Auth: reply(454, "4.7.0")},
 			config: func(c *smtp.Config) { c.Username, c.Password = "u", "p" }, cat: mail.Retryable, code: 454},
 		{name: "535 at AUTH, enhanced 5.7.8", script: smtptest.Script{Auth: reply(535, "5.7.8")},
@@ -41,7 +41,7 @@ func TestSendMoreCategories(t *testing.T) {
 		{name: "500 at MAIL", script: smtptest.Script{Mail: reply(500, "5.5.2")}, cat: mail.Validation, code: 500},
 		{name: "501 at MAIL", script: smtptest.Script{Mail: reply(501, "5.1.7")}, cat: mail.Validation, code: 501},
 		{name: "550 at MAIL", script: smtptest.Script{Mail: reply(550, "5.7.1")}, cat: mail.Rejected, code: 550},
-		{name: "421 at DATA end", script: smtptest.Script{Data: reply(421, "4.4.2")}, cat: mail.RateLimited, code: 421},
+		{name: "421 at DATA end", script: smtptest.Script{Data: reply(421, "4.4.2")}, cat: mail.Retryable, code: 421},
 		{name: "550 at DATA end", script: smtptest.Script{Data: reply(550, "5.7.1")}, cat: mail.Rejected, code: 550},
 		{name: "553 at RCPT", script: smtptest.Script{Rcpt: rcpts(reply(553, "5.1.3"))}, cat: mail.Rejected, code: 553},
 		{name: "554 at RCPT", script: smtptest.Script{Rcpt: rcpts(reply(554, "5.7.1"))}, cat: mail.Rejected, code: 554},

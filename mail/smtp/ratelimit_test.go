@@ -26,21 +26,24 @@ func TestRateLimits(t *testing.T) {
 		script smtptest.Script
 		cat    mail.Category
 		code   int
+		outage bool // nothing was sent and the server is not throttling: mail.ErrUnavailable
 	}{
-		{"Postfix: too much mail, to MAIL FROM", smtptest.Script{Mail: smtptest.Reply(450, "4.7.1", "Error: too much mail from 127.0.0.1")}, mail.RateLimited, 450},
-		{"Postfix: too many recipients from, to RCPT TO", smtptest.Script{Rcpt: one(smtptest.Reply(450, "4.7.1", "Error: too many recipients from 127.0.0.1"))}, mail.RateLimited, 450},
-		{"Postfix: too many connections, in place of the greeting", smtptest.Script{Greeting: smtptest.Reply(421, "4.7.0", "mta.test Error: too many connections from 127.0.0.1")}, mail.RateLimited, 421},
-		{"Postfix: too many messages from, to MAIL FROM", smtptest.Script{Mail: smtptest.Reply(450, "4.7.1", "Error: too many messages from 127.0.0.1")}, mail.RateLimited, 450},
-		{"421 at MAIL FROM", smtptest.Script{Mail: smtptest.Reply(421, "4.3.2", "Service shutting down")}, mail.RateLimited, 421},
-		{"421 at EHLO", smtptest.Script{Hello: smtptest.Reply(421, "", "Try again later")}, mail.RateLimited, 421},
-		{"421 at the end of the data", smtptest.Script{Data: smtptest.Reply(421, "4.4.2", "Timeout")}, mail.RateLimited, 421},
-		{"4.7.28, unusual rate", smtptest.Script{Data: smtptest.Reply(450, "4.7.28", "Our system has detected an unusual rate of unsolicited mail")}, mail.RateLimited, 450},
-		{"451 4.7.1 without a rate text", smtptest.Script{Mail: smtptest.Reply(451, "4.7.1", "Please try again later")}, mail.RateLimited, 451},
-		{"4.7.0 with a rate text", smtptest.Script{Mail: smtptest.Reply(450, "4.7.0", "Sending rate limit exceeded")}, mail.RateLimited, 450},
-		{"throttled", smtptest.Script{Rcpt: one(smtptest.Reply(452, "4.2.2", "Throttled, slow down"))}, mail.RateLimited, 452},
-		{"454 4.7.0 without a rate text is retryable", smtptest.Script{Mail: smtptest.Reply(454, "4.7.0", "Temporary failure")}, mail.Retryable, 454},
-		{"451 4.3.0 is retryable", smtptest.Script{Data: smtptest.Reply(451, "4.3.0", "Local error in processing")}, mail.Retryable, 451},
-		{"450 4.2.1 mailbox busy is retryable", smtptest.Script{Rcpt: one(smtptest.Reply(450, "4.2.1", "Mailbox busy"))}, mail.Retryable, 450},
+		{"Postfix: too much mail, to MAIL FROM", smtptest.Script{Mail: smtptest.Reply(450, "4.7.1", "Error: too much mail from 127.0.0.1")}, mail.RateLimited, 450, false},
+		{"Postfix: too many recipients from, to RCPT TO", smtptest.Script{Rcpt: one(smtptest.Reply(450, "4.7.1", "Error: too many recipients from 127.0.0.1"))}, mail.RateLimited, 450, false},
+		{"Postfix: too many connections, in place of the greeting", smtptest.Script{Greeting: smtptest.Reply(421, "4.7.0", "mta.test Error: too many connections from 127.0.0.1")}, mail.RateLimited, 421, false},
+		{"Postfix: too many messages from, to MAIL FROM", smtptest.Script{Mail: smtptest.Reply(450, "4.7.1", "Error: too many messages from 127.0.0.1")}, mail.RateLimited, 450, false},
+		{"421 without a rate at MAIL FROM is retryable", smtptest.Script{Mail: smtptest.Reply(421, "4.3.2", "Service shutting down")}, mail.Retryable, 421, false},
+		{"421 without a rate at EHLO is an outage", smtptest.Script{Hello: smtptest.Reply(421, "", "Try again later")}, mail.Retryable, 421, true},
+		{"421 without a rate in place of the greeting is an outage", smtptest.Script{Greeting: smtptest.Reply(421, "4.3.2", "Service shutting down")}, mail.Retryable, 421, true},
+		{"421 without a rate at the end of the data is retryable", smtptest.Script{Data: smtptest.Reply(421, "4.4.2", "Timeout")}, mail.Retryable, 421, false},
+		{"421 with a rate text at MAIL FROM", smtptest.Script{Mail: smtptest.Reply(421, "4.3.2", "Too many messages, slow down")}, mail.RateLimited, 421, false},
+		{"4.7.28, unusual rate", smtptest.Script{Data: smtptest.Reply(450, "4.7.28", "Our system has detected an unusual rate of unsolicited mail")}, mail.RateLimited, 450, false},
+		{"451 4.7.1 without a rate text", smtptest.Script{Mail: smtptest.Reply(451, "4.7.1", "Please try again later")}, mail.RateLimited, 451, false},
+		{"4.7.0 with a rate text", smtptest.Script{Mail: smtptest.Reply(450, "4.7.0", "Sending rate limit exceeded")}, mail.RateLimited, 450, false},
+		{"throttled", smtptest.Script{Rcpt: one(smtptest.Reply(452, "4.2.2", "Throttled, slow down"))}, mail.RateLimited, 452, false},
+		{"454 4.7.0 without a rate text is retryable", smtptest.Script{Mail: smtptest.Reply(454, "4.7.0", "Temporary failure")}, mail.Retryable, 454, false},
+		{"451 4.3.0 is retryable", smtptest.Script{Data: smtptest.Reply(451, "4.3.0", "Local error in processing")}, mail.Retryable, 451, false},
+		{"450 4.2.1 mailbox busy is retryable", smtptest.Script{Rcpt: one(smtptest.Reply(450, "4.2.1", "Mailbox busy"))}, mail.Retryable, 450, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := smtptest.Start(t, tc.script)
@@ -58,8 +61,8 @@ func TestRateLimits(t *testing.T) {
 			if r.RetryAfter != wantWait {
 				t.Errorf("RetryAfter = %v, want %v", r.RetryAfter, wantWait)
 			}
-			if errors.Is(err, mail.ErrUnavailable) {
-				t.Errorf("a reply of the server is taken as an outage: %v", err)
+			if got := errors.Is(err, mail.ErrUnavailable); got != tc.outage {
+				t.Errorf("errors.Is(err, mail.ErrUnavailable) = %t, want %t (%v)", got, tc.outage, err)
 			}
 		})
 	}

@@ -321,15 +321,18 @@ func hasCRLF(s string) bool { return strings.ContainsAny(s, "\r\n") }
 //     "Ok: queued as 4F2B31C0A4"; the texts of each transaction joined by
 //     "; " when the recipients took more than one), Refused the recipients
 //     refused (see the package documentation);
-//   - a 421 at any step, or a 4xx whose enhanced status code is 4.7.28, or
-//     451 with 4.7.1, or any 4xx whose text speaks of a rate, of too many or
+//   - a 421 whose enhanced status code is 4.7.x, or a 4xx whose enhanced
+//     status code is 4.7.28, or 451 with 4.7.1, or any 4xx (421 included)
+//     whose text speaks of a rate, of too many or
 //     too much, of throttling or of slowing down (Postfix's "450 4.7.1
 //     Error: too much mail from …" to MAIL FROM, "450 4.7.1 Error: too many
 //     recipients from …" to RCPT TO, "421 4.7.0 … too many connections from
 //     …" in place of the greeting): RateLimited, RetryAfter
 //     Config.RateLimitWait (1 minute by default);
-//   - any other 4xx reply: Retryable; before MAIL FROM (the greeting, EHLO,
-//     STARTTLS, AUTH) marked with mail.ErrUnavailable as well;
+//   - any other 4xx reply (a 421 "Service shutting down" among them):
+//     Retryable; before MAIL FROM (the greeting, EHLO, STARTTLS, AUTH)
+//     marked with mail.ErrUnavailable as well, so that the queue takes it
+//     for an outage and spends no attempt;
 //   - 530, 534, 535, 538 (or the enhanced codes 5.7.8, 5.7.9, 5.7.11) at any
 //     step: Auth;
 //   - a 5xx that refuses relaying or access to this client or sender

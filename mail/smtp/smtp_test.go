@@ -65,7 +65,7 @@ func TestSendCategories(t *testing.T) {
 	}{
 		{name: "accepted", script: smtptest.Script{QueueID: "4F2B31C0A4"},
 			want: want{cat: mail.Accepted, code: 250, sent: true}},
-		{name: "421 at MAIL", script: smtptest.Script{Mail: reply(421, "4.3.0")}, want: want{cat: mail.RateLimited, code: 421}},
+		{name: "421 at MAIL", script: smtptest.Script{Mail: reply(421, "4.3.0")}, want: want{cat: mail.Retryable, code: 421}},
 		{name: "450 at RCPT", script: smtptest.Script{Rcpt: rcpts(reply(450, "4.2.0"))}, want: want{cat: mail.Retryable, code: 450, refused: []string{"ada@example.com"}}}, // reset at the first 4xx
 		{name: "451 at DATA end", script: smtptest.Script{Data: reply(451, "4.3.0")}, want: want{cat: mail.Retryable, code: 451, sent: true}},
 		{name: "452 at RCPT", script: smtptest.Script{Rcpt: rcpts(reply(452, "4.5.3"))}, want: want{cat: mail.Retryable, code: 452, refused: []string{"ada@example.com", "bob@example.com"}}},
