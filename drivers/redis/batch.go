@@ -108,6 +108,7 @@ type call struct {
 	ops   []*op
 	limit int
 	lease int64
+	base  string // the token base of a settle-and-reserve
 	cmd   *goredis.Cmd
 }
 
@@ -141,6 +142,7 @@ func (b *batcher) send(batch []*op) {
 			continue
 		}
 		base := s.tokPrefix + "-" + strconv.FormatUint(s.tokN.Add(1), 36)
+		c.base = base
 		c.args = s.args(c.limit, c.lease, base)
 		for _, o := range c.ops {
 			c.args = append(c.args, o.vals[:]...)
@@ -188,6 +190,9 @@ func (b *batcher) answer(c *call) {
 	}
 	v, err := c.cmd.Result()
 	if err != nil {
+		if c.sc == scriptSettle {
+			b.src.lostAnswer(c.base, err)
+		}
 		fail(err)
 		return
 	}

@@ -307,7 +307,7 @@ func TestFaultSMTPRestart(t *testing.T) {
 	}
 	recovered, drained, _ := watch.Wait(ticks*per, 30*time.Second)
 	m := r.measure("smtp-restart (5s down, 2 workers x 4)", recovered, drained)
-	checkAllSentOnceUnspent(t, m, "waits for H7 (an outage spends no attempt: mail.ErrUnavailable, the circuit breaker)")
+	checkAllSentOnceUnspent(t, m, "an outage must spend no attempt (mail.ErrUnavailable, the circuit breaker)")
 }
 
 // TestFaultRedisRestart kills the queue's redis-server (SIGKILL, with
@@ -340,7 +340,7 @@ func TestFaultRedisRestart(t *testing.T) {
 	m := r.measure("redis-restart (SIGKILL, AOF always, 2s down, 2 workers x 8)", recovered, drained)
 	checkNoneTwiceNoneLost(t, m)
 	if m.Unknown() != 0 {
-		t.Errorf("%d jobs of unknown delivery (%v) from a blip of 2 s, want none; waits for H9 (settle retried on a store blip)", m.Unknown(), m.DeliveryUnknown)
+		t.Errorf("%d jobs of unknown delivery (%v) from a blip of 2 s, want none (settles retried through a blip; the leases of reserves whose answer was lost given back)", m.Unknown(), m.DeliveryUnknown)
 	}
 	if m.FailedAll() != 0 {
 		t.Errorf("%d jobs failed (%v), want none", m.FailedAll(), m.Failed)
@@ -375,7 +375,7 @@ func TestFaultFullRedis(t *testing.T) {
 	}
 	recovered, drained, _ := faulttest.StartWatch(r.src).Wait(jobs, 30*time.Second)
 	m := r.measure("full-redis (idempotency store OOM 4s, 2 workers x 4)", recovered, drained)
-	checkAllSentOnceUnspent(t, m, "waits for H7 (an IdempotencyTransport store failure spends no attempt)")
+	checkAllSentOnceUnspent(t, m, "an IdempotencyTransport store failure must spend no attempt")
 }
 
 // fillRedis sets maxmemory a little above what the server uses and writes
@@ -485,7 +485,7 @@ func TestFaultWorkerStopped(t *testing.T) {
 				t.Errorf("%d accepted and %d of unknown delivery of %d jobs (failed %v), want every job one or the other", m.Accepted, m.Unknown(), m.Jobs, m.Failed)
 			}
 			if !tc.takeover && (m.Unknown() != 0 || m.Redelivered != 0) {
-				t.Errorf("%d jobs of unknown delivery (%v) and %d redelivered, want none: no other run took the job, so its late settle stands; waits for H8 (fence by the token, the extend included)",
+				t.Errorf("%d jobs of unknown delivery (%v) and %d redelivered, want none: no other run took the job, so its late settle stands (fenced by the token alone, the extend included)",
 					m.Unknown(), m.DeliveryUnknown, m.Redelivered)
 			}
 		})

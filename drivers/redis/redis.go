@@ -259,6 +259,11 @@ type Source struct {
 
 	tokPrefix string
 	tokN      atomic.Uint64
+	// orphans are the token bases of the reserves (and settle-and-reserves)
+	// whose answer was lost: the leases they may have made are given back
+	// by the next reserve (reclaim.lua).
+	orphansMu sync.Mutex
+	orphans   []string
 
 	n notifier
 	b batcher
@@ -709,10 +714,14 @@ func (s *Source) Reserve(ctx context.Context, p mailqueue.ReserveParams) ([]*mai
 	if p.LeaseDuration <= 0 {
 		p.LeaseDuration = s.opts.LeaseDuration
 	}
+	if err := s.reclaimOrphans(ctx); err != nil {
+		return nil, err
+	}
 	before := s.now()
 	base := s.tokPrefix + "-" + strconv.FormatUint(s.tokN.Add(1), 36)
 	v, err := scriptReserve.Run(ctx, s.c, s.keys, s.args(p.Limit, p.LeaseDuration.Milliseconds(), base)...).Result()
 	if err != nil {
+		s.lostAnswer(base, err)
 		return nil, fmt.Errorf("redis: reserve: %w", err)
 	}
 	arr, ok := v.([]any)
@@ -724,6 +733,55 @@ func (s *Source) Reserve(ctx context.Context, p mailqueue.ReserveParams) ([]*mai
 	leases := parseLeases(arr[3:], before.Add(p.LeaseDuration), serverTime(arr[2]))
 	s.wakeAfter(next, more)
 	return leases, nil
+}
+
+// maxOrphans bounds the token bases kept for reclaim.lua; past it the
+// oldest are dropped (their leases then run out as redeliveries).
+const maxOrphans = 256
+
+// lostAnswer keeps the token base of a reserve whose call failed without
+// an answer from the script: Redis may have run it (the connection broke
+// after the call was sent), leasing jobs no run will ever see. An error
+// the server answered (a script error) leased nothing.
+func (s *Source) lostAnswer(base string, err error) {
+	var re goredis.Error
+	if errors.As(err, &re) {
+		return
+	}
+	s.orphansMu.Lock()
+	defer s.orphansMu.Unlock()
+	s.orphans = append(s.orphans, base)
+	if len(s.orphans) > maxOrphans {
+		s.orphans = s.orphans[len(s.orphans)-maxOrphans:]
+	}
+}
+
+// reclaimOrphans gives back the jobs the reserves of lostAnswer leased, at
+// once and unspent (reclaim.lua), before the next reserve. The bases stay
+// kept when the store does not answer.
+func (s *Source) reclaimOrphans(ctx context.Context) error {
+	s.orphansMu.Lock()
+	bases := s.orphans
+	s.orphans = nil
+	s.orphansMu.Unlock()
+	if len(bases) == 0 {
+		return nil
+	}
+	args := s.args()
+	for _, b := range bases {
+		args = append(args, b)
+	}
+	n, err := scriptReclaim.Run(ctx, s.c, s.keys, args...).Int()
+	if err != nil {
+		s.orphansMu.Lock()
+		s.orphans = append(bases, s.orphans...)
+		s.orphansMu.Unlock()
+		return fmt.Errorf("redis: reserve: giving back the leases of lost answers: %w", err)
+	}
+	if n > 0 {
+		s.log.Info(string(codes.QueueJobReleased), "jobs", n, "reason", "leases made by reserves whose answer was lost were given back, no attempt spent")
+	}
+	return nil
 }
 
 // wakeAfter wakes the local runners as a reserve's answer says: at once

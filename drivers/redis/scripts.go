@@ -27,10 +27,11 @@ var (
 	scriptPurge       = newScript("purge.lua")
 	scriptQueued      = newScript("queued.lua")
 	scriptFinished    = newScript("finished.lua")
+	scriptReclaim     = newScript("reclaim.lua", "reserve_lib.lua")
 
 	allScripts = []*goredis.Script{
 		scriptEnqueue, scriptReserve, scriptSettle, scriptExtend, scriptPause, scriptResume, scriptRetryFailed, scriptPurge,
-		scriptQueued, scriptFinished,
+		scriptQueued, scriptFinished, scriptReclaim,
 	}
 )
 

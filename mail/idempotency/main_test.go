@@ -3,9 +3,8 @@ package idempotency_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/alexify/mailer/internal/codetest"
+	"github.com/alexify/mailer/internal/leaktest"
 )
 
 // TestMain fails the package's tests when a goroutine is still running once
@@ -13,5 +12,5 @@ import (
 // The default logger records the codes it hears (internal/codetest).
 func TestMain(m *testing.M) {
 	codetest.InstallDefault()
-	goleak.VerifyTestMain(m)
+	leaktest.VerifyTestMain(m)
 }

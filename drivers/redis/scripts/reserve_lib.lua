@@ -22,9 +22,41 @@
 -- goes by time whatever the tenant; the normal and low lanes take their
 -- tenants in turn, a job each, the jobs of no tenant as one more.
 
+-- give_back queues again, at once, no attempt spent and no redelivery
+-- counted, the running jobs whose token starts with one of the token bases
+-- (a reserve whose answer never reached the driver), and returns how many.
+local function give_back(bases, now)
+  local pre = {}
+  for i, b in ipairs(bases) do pre[i] = b .. '.' end
+  local n = 0
+  for _, id in ipairs(redis.call('ZRANGE', K_LEASED, 0, -1)) do
+    local jk = job_key(id)
+    local f = redis.call('HMGET', jk, 'token', 'state', 'pri', 'tenant')
+    if f[2] == 'running' and f[1] then
+      for _, b in ipairs(pre) do
+        if string.sub(f[1], 1, #b) == b then
+          redis.call('ZREM', K_LEASED, id)
+          redis.call('HDEL', jk, 'until')
+          queue_job(id, jk, tonumber(f[3]) or 1, f[4] or '', now, now, nil, false)
+          n = n + 1
+          break
+        end
+      end
+    end
+  end
+  return n
+end
+
 local function reserve(out, now, limit, lease, tokbase)
   local more = 0
   local nxt = nil
+
+  -- A call run again with the same token base (the client retried it after
+  -- a broken connection, its first answer lost): the first run's leases
+  -- reached no one, so they are given back before leasing again.
+  if limit > 0 and not redis.call('SET', P .. 'tok:' .. tokbase, '1', 'NX', 'PX', lease) then
+    give_back({ tokbase }, now)
+  end
 
   -- Leases that ran out.
   local l0 = redis.call('ZRANGE', K_LEASED, 0, 0, 'WITHSCORES')
