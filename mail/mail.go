@@ -199,8 +199,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // does not resolve, a TLS handshake that fails, a timeout before MAIL FROM,
 // an idempotency store that does not answer. Such a send is an outage, not a
 // fault of the message: the queue gives the job back without spending its
-// attempt and may stop reserving until the transport answers again
-// (issue 10, point 1).
+// attempt and may stop reserving until the transport answers again.
 //
 // The error a transport returns for such a send is an *Error of category
 // Retryable whose cause wraps ErrUnavailable, so that

@@ -35,8 +35,8 @@ const (
 	checkTimeout = 30 * time.Second
 )
 
-// BreakerConfig configures the worker's circuit breaker of the transport
-// (issue 10, point 1). A send that fails with mail.ErrUnavailable (the
+// BreakerConfig configures the worker's circuit breaker of the transport.
+// A send that fails with mail.ErrUnavailable (the
 // server could not be reached, the IdempotencyTransport's store failed:
 // nothing was sent) is an outage: the job is given back with
 // queue.transport_unavailable, and the attempt is not spent. After

@@ -149,7 +149,7 @@ type PurgeParams struct {
 	// purge sends the message a second time. False (the default) keeps
 	// each purged job's {v, hash} until its retention would have ended,
 	// so that an enqueue under its key is still told a Duplicate (or a
-	// Conflict) as it would have been (issue 10, point 7).
+	// Conflict) as it would have been.
 	ForgetKeys bool
 }
 

@@ -13,9 +13,20 @@ import (
 // not sent, before it; it is sent once the clock reaches it.
 func TestScheduledAtHoldsTheJobBack(t *testing.T) {
 	t.Parallel()
+	for _, ahead := range []time.Duration{time.Hour, time.Second} {
+		t.Run(ahead.String(), func(t *testing.T) {
+			t.Parallel()
+			testScheduledAt(t, ahead)
+		})
+	}
+}
+
+// testScheduledAt is TestScheduledAtHoldsTheJobBack for a job scheduled
+// ahead of now.
+func testScheduledAt(t *testing.T, ahead time.Duration) {
 	h := newHarness(t, mailqueue.WorkerConfig{}).start()
 	j := contentJob()
-	at := t0.Add(time.Hour)
+	at := t0.Add(ahead)
 	j.ScheduledAt = &at
 	id := h.enqueue(j)
 	h.drain()

@@ -277,7 +277,7 @@ func (w *Worker) checkTransport() error {
 // warnUnsafeRedelivery logs, once at start, that a lost lease may send a
 // message twice: the transport does not dedupe by the idempotency key (it
 // is no mail.Deduper that says it does) and a run again after a run that
-// died sends again (issue 10, point 8; spec: "Once per key").
+// died sends again (spec: "Once per key").
 func (w *Worker) warnUnsafeRedelivery() {
 	if w.cfg.Redelivered != RedeliveredSend {
 		return
@@ -567,7 +567,7 @@ func (w *Worker) settleCategory(ctx context.Context, r *run, receipt mail.Receip
 		if errors.Is(context.Cause(ctx), ErrLeaseLost) {
 			// The run lost its lease during the send: the driver drops this
 			// ack (queue.lease.lost, at error) and another run may take the
-			// job, so it is not completed (issue 10, point 8).
+			// job, so it is not completed.
 			w.log.Debug(string(codes.QueueLeaseLost), "job_id", r.lease.ID, "attempt", r.lease.Attempt, "reason", "the message was accepted after the run lost its lease; the job is not settled")
 			_ = w.audit(ctx, r, AuditAccepted, "", "") // the message was accepted all the same
 			return Outcome{Action: Ack}

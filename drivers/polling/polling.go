@@ -12,9 +12,8 @@
 // A blip of the store is not a lost run: a settle the store did not answer
 // (an error, not a refusal) is tried again after 50 ms, doubling up to 2 s,
 // for as long as the run's lease lasts, and only then logged as
-// queue.settle_failed and left to run out (issue 10, point 4: a Redis
-// restart of a few seconds must not turn the sends in flight into
-// redeliveries). An idle runner whose reserve failed tries again after
+// queue.settle_failed and left to run out (a Redis restart of a few
+// seconds must not turn the sends in flight into redeliveries). An idle runner whose reserve failed tries again after
 // 100 ms, doubling up to PollInterval, instead of waiting a whole poll.
 //
 // Two optional interfaces of a Source make it faster, and change nothing

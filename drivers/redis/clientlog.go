@@ -13,7 +13,7 @@ import (
 // go-redis writes its own log lines (a pool that failed to dial, a
 // duration truncated, a sentinel that failed) through one logger per
 // process, to stderr by default. The driver routes them to the kit's
-// slog logger at debug instead (issue 10, point 9): they are the
+// slog logger at debug instead: they are the
 // client's, not the queue's, and the queue tells what matters to an
 // operator under its own codes (queue.reserve_failed,
 // queue.settle_failed). The logger is the process's, so the lines go to

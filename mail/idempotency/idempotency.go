@@ -27,7 +27,7 @@
 // the send's context lasts (the queue cancels it when the run's lease is
 // about to be lost), so that a blip of the store leaves no key reserved
 // without its receipt, which an attempt again would take for a send of
-// unknown delivery (issue 10, point 4).
+// unknown delivery.
 //
 // An operator who chooses to send a job again whatever its key holds
 // (mailq retry --resend) clears its entry with Store.Forget first; the
@@ -89,7 +89,7 @@ var ErrInFlight = errors.New("idempotency: a send under this key is in flight or
 // The same error also matches mail.ErrUnavailable, so that the queue takes
 // a store that is down or full (a Redis answering OOM) as an outage: the
 // job is given back without spending its attempt, and the worker's circuit
-// breaker stops reserving (issue 10, point 1).
+// breaker stops reserving.
 var ErrStore = errors.New("idempotency: the store failed")
 
 // checkKeyPrefix prefixes the key Check reserves and releases in the store;
