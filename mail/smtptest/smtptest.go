@@ -146,6 +146,13 @@ type Server struct {
 	received []Received
 	sessions int
 	conns    map[*gosmtp.Conn]struct{}
+	// raw holds every connection accepted and not yet closed, from the
+	// moment of Accept: Close closes them, go-smtp's own Close missing a
+	// connection it accepted but had not yet registered (a client that
+	// keeps it, as the SMTP transport's pool does, would hold its
+	// goroutine for ever).
+	raw     map[net.Conn]struct{}
+	closing bool
 }
 
 // Start starts a server for script on 127.0.0.1 on a free port and closes it
@@ -167,7 +174,8 @@ func New(script Script) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	s := &Server{script: script, ln: ln, done: make(chan struct{}), served: make(chan struct{}), conns: map[*gosmtp.Conn]struct{}{}}
+	s := &Server{script: script, ln: ln, done: make(chan struct{}), served: make(chan struct{}), conns: map[*gosmtp.Conn]struct{}{}, raw: map[net.Conn]struct{}{}}
+	ln = &trackingListener{Listener: ln, s: s}
 	srv := gosmtp.NewServer(s)
 	srv.Domain = "smtptest.localhost"
 	srv.AllowInsecureAuth = true
@@ -270,8 +278,55 @@ func (s *Server) Close() error {
 		// blocked in Accept for ever. Closing the listener here ends it.
 		_ = s.ln.Close()
 		<-s.served
+		s.mu.Lock()
+		s.closing = true
+		raw := s.raw
+		s.raw = map[net.Conn]struct{}{}
+		s.mu.Unlock()
+		for c := range raw {
+			_ = c.Close()
+		}
 	})
 	return err
+}
+
+// trackingListener records each connection it accepts in its server's raw
+// set until the connection is closed, so that Close can close them all.
+type trackingListener struct {
+	net.Listener
+	s *Server
+}
+
+// Accept implements net.Listener.
+func (l *trackingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.s.mu.Lock()
+	closing := l.s.closing
+	if !closing {
+		l.s.raw[c] = struct{}{}
+	}
+	l.s.mu.Unlock()
+	if closing {
+		_ = c.Close()
+	}
+	return &trackedConn{Conn: c, s: l.s}, nil
+}
+
+// trackedConn leaves its server's raw set when it is closed.
+type trackedConn struct {
+	net.Conn
+	s *Server
+}
+
+// Close implements net.Conn.
+func (c *trackedConn) Close() error {
+	c.s.mu.Lock()
+	delete(c.s.raw, c.Conn)
+	c.s.mu.Unlock()
+	return c.Conn.Close()
 }
 
 // NewSession implements gosmtp.Backend.
@@ -310,10 +365,12 @@ func (s *Server) Update(f func(*Script)) {
 // listening.
 func (s *Server) DropConnections() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	for c := range s.conns {
+	conns := s.conns
+	s.conns = map[*gosmtp.Conn]struct{}{}
+	s.mu.Unlock()
+	// Closed without the lock: a connection's Close takes it (trackedConn).
+	for c := range conns {
 		_ = c.Conn().Close()
-		delete(s.conns, c)
 	}
 }
 
