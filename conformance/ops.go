@@ -431,6 +431,10 @@ func testOpsPurge(t *testing.T, s *suite) {
 // until they are resumed or run out.
 func testOpsPause(t *testing.T, s *suite) {
 	op := operator(t, s)
+	var oe *mailqueue.OptionError
+	if err := op.Pause(s.ctx, mailqueue.Pause{For: -time.Minute}); !errors.As(err, &oe) {
+		t.Errorf("Pause for a negative duration: %v; want a *mailqueue.OptionError", err)
+	}
 	if err := op.Pause(s.ctx, mailqueue.Pause{For: s.Lease}); err != nil {
 		t.Fatal(err)
 	}

@@ -640,6 +640,9 @@ func (s *Source) Pause(ctx context.Context, p mailqueue.Pause) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := mailqueue.CheckNotNegative("memory", "Pause.For", p.For); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	until := s.clock.Now().Add(p.For)

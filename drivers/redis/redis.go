@@ -886,6 +886,9 @@ func (s *Source) Release(ctx context.Context, p mailqueue.ReleaseParams) (bool, 
 // Pause pauses the queue, or a tenant's jobs, for p.For by the server's
 // clock; a longer pause in place is kept. See mailqueue.Pauser.
 func (s *Source) Pause(ctx context.Context, p mailqueue.Pause) error {
+	if err := mailqueue.CheckNotNegative("redis", "Pause.For", p.For); err != nil {
+		return err
+	}
 	t := "0"
 	if p.Tenant {
 		t = "1"
