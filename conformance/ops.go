@@ -60,19 +60,9 @@ func counts(st mailqueue.Stats) string {
 // settle settles the lease with the outcome.
 func (s *suite) settle(t *testing.T, l *mailqueue.Lease, out mailqueue.Outcome) {
 	t.Helper()
-	var ok bool
-	var err error
-	switch out.Action {
-	case mailqueue.Ack:
-		ok, err = s.Source.Ack(s.ctx, mailqueue.AckParams{ID: l.ID, Token: l.Token})
-	case mailqueue.Retry:
-		ok, err = s.Source.Retry(s.ctx, mailqueue.RetryParams{ID: l.ID, Token: l.Token, Delay: out.Delay, Code: out.Code, Reason: out.Reason})
-	case mailqueue.Fail:
-		ok, err = s.Source.Fail(s.ctx, mailqueue.FailParams{ID: l.ID, Token: l.Token, State: out.State, Code: out.Code, Reason: out.Reason})
-	case mailqueue.Release:
-		ok, err = s.Source.Release(s.ctx, mailqueue.ReleaseParams{ID: l.ID, Token: l.Token, Delay: out.Delay, Code: out.Code, Reason: out.Reason})
+	if !s.trySettle(t, l, out) {
+		t.Fatalf("%s %s = false, want true", out.Action, l.ID)
 	}
-	mustBool(t, out.Action.String()+" "+l.ID, ok, err, true)
 }
 
 // byID returns the leases by job id.
