@@ -131,8 +131,22 @@ type Receipt struct {
 	// Code is the SMTP reply code, or the HTTP status of a provider; 0 when
 	// there was no reply.
 	Code int
-	// Reason is the server's text or the error's, without any address.
+	// EnhancedCode is the enhanced status code (RFC 3463) that opened the
+	// server's reply, such as "5.7.1"; empty when it gave none.
+	EnhancedCode string
+	// Reason says what failed in the transport's own words, such as
+	// "connection refused" or "the reply to RCPT TO": never an address, and
+	// never the text of the message or of the server's reply. The queue
+	// stores it with the job (the reason mailq failed shows) and logs it
+	// above debug, beside Category, Code and EnhancedCode.
 	Reason string
+	// Text is the text of the server's reply (or of the provider's answer)
+	// as it came, every address replaced by AddressPlaceholder and its line
+	// breaks by spaces (Redact); empty when there was no reply. Servers
+	// echo what they refuse, so it may quote the subject, a display name or
+	// a line of the body: the queue logs it at debug only (the record
+	// queue.job.detail) and never stores it. A Classify hook may read it.
+	Text string
 	// RetryAfter is the least delay before a retry, when the server asked
 	// for one (an HTTP Retry-After), or the transport's choice for a rate
 	// limit whose server names none (mail/smtp: Config.RateLimitWait, 1
@@ -156,7 +170,9 @@ type RefusedRecipient struct {
 	Address string
 	// Code is the SMTP reply code.
 	Code int
-	// Reason is the server's text, without any address (see Redact).
+	// Reason is the text of the server's reply, without any address (see
+	// Redact), or the transport's description when there was no reply. Like
+	// Receipt.Text it may quote the message: the queue does not log it.
 	Reason string
 }
 
@@ -175,15 +191,21 @@ type Transport interface {
 type Error struct {
 	// Receipt is the receipt of the failed send.
 	Receipt Receipt
-	// Err is the underlying cause, when there is one.
+	// Err is the underlying cause, when there is one. It may hold what
+	// Receipt.Text holds (mail/smtp's is the server's *textproto.Error): its
+	// text is for debug logs only.
 	Err error
 }
 
-// Error returns the category, the code and the reason.
+// Error returns the category, the code, the enhanced status code and the
+// reason: never the text of the reply (Receipt.Text).
 func (e *Error) Error() string {
 	s := "mail: " + string(e.Receipt.Category)
 	if e.Receipt.Code != 0 {
 		s += " " + strconv.Itoa(e.Receipt.Code)
+	}
+	if e.Receipt.EnhancedCode != "" {
+		s += " " + e.Receipt.EnhancedCode
 	}
 	if e.Receipt.Reason != "" {
 		s += ": " + e.Receipt.Reason

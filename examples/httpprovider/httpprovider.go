@@ -163,7 +163,9 @@ func (t *Transport) Send(ctx context.Context, msg *mail.Message) (mail.Receipt, 
 	}
 	defer func() { _ = resp.Body.Close() }() // read to its end below: nothing is lost
 	reply, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	r := mail.Receipt{Code: resp.StatusCode, Reason: mail.Redact(reasonOf(resp, reply))}
+	// The provider's own words may quote the message: they go to Text
+	// (logged at debug only), never to the Reason the queue stores.
+	r := mail.Receipt{Code: resp.StatusCode, Reason: "the provider answered " + strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode), Text: mail.Redact(textOf(resp, reply))}
 	switch s := resp.StatusCode; {
 	case s >= 200 && s < 300:
 		r.Category = mail.Accepted
@@ -212,9 +214,9 @@ func (t *Transport) retryAfter(v string) time.Duration {
 	return 0
 }
 
-// reasonOf returns the provider's error message when its reply is JSON with
+// textOf returns the provider's error message when its reply is JSON with
 // a "message" or "error" string, else the status text.
-func reasonOf(resp *http.Response, body []byte) string {
+func textOf(resp *http.Response, body []byte) string {
 	var e struct {
 		Message string `json:"message"`
 		Error   string `json:"error"`

@@ -186,8 +186,8 @@ func TestStatusMapping(t *testing.T) {
 				t.Errorf("%d: the error %v is not a *mail.Error of the receipt", r.Code, err)
 			}
 		}
-		if r.Reason != "" && containsAt(r.Reason) {
-			t.Errorf("%d: the reason quotes an address: %q", r.Code, r.Reason)
+		if containsAt(r.Reason) || containsAt(r.Text) {
+			t.Errorf("%d: the reason or the text quotes an address: %q %q", r.Code, r.Reason, r.Text)
 		}
 	}
 }

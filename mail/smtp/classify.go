@@ -130,23 +130,26 @@ func redactedReply(te *textproto.Error) error {
 	return &textproto.Error{Code: te.Code, Msg: mail.Redact(te.Msg)}
 }
 
-// reply returns the receipt and error of a server's refusal of category cat;
-// a rate limit carries RetryAfter.
-func (t *Transport) reply(cat mail.Category, te *textproto.Error) (mail.Receipt, error) {
-	r := mail.Receipt{Category: cat, Code: te.Code, Reason: mail.Redact(te.Msg)}
+// reply returns the receipt and error of a server's refusal of category cat
+// at step (a command, "the end of the message", "the session's setup"); a
+// rate limit carries RetryAfter. The reply's codes and the step make the
+// Reason; its text, which may quote the message, goes to Text alone.
+func (t *Transport) reply(cat mail.Category, te *textproto.Error, step string) (mail.Receipt, error) {
+	r := mail.Receipt{Category: cat, Code: te.Code, EnhancedCode: enhanced(te.Msg), Reason: "the reply to " + step, Text: mail.Redact(te.Msg)}
 	if cat == mail.RateLimited {
 		r.RetryAfter = t.cfg.RateLimitWait
 	}
 	return r, &mail.Error{Receipt: r, Err: redactedReply(te)}
 }
 
-// replyFailure maps a server's refusal (err holds a *textproto.Error).
-func (t *Transport) replyFailure(err error) (mail.Receipt, error) {
+// replyFailure maps a server's refusal at step (err holds a
+// *textproto.Error).
+func (t *Transport) replyFailure(err error, step string) (mail.Receipt, error) {
 	var te *textproto.Error
 	if !errors.As(err, &te) {
 		return fail(mail.Retryable, describe(err), err)
 	}
-	return t.reply(classify(te.Code, te.Msg), te)
+	return t.reply(classify(te.Code, te.Msg), te, step)
 }
 
 // dropsConnection tells whether a reply closes the channel (421): the

@@ -161,6 +161,9 @@ func (c *trackedConn) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// setupStep is the step of a reply during the setup of a connection.
+const setupStep = "the session's setup (greeting, EHLO, STARTTLS, AUTH)"
+
 // setupFailure maps a failure of the setup of a connection (the dial, the
 // greeting, EHLO, STARTTLS, AUTH). Nothing was sent: a failure without a
 // reply, or a 4xx that is not a throttle, is an outage
@@ -178,10 +181,10 @@ func (t *Transport) setupFailure(ctx context.Context, err error) (mail.Receipt, 
 			// message: the operator's to fix.
 			cat = mail.Configuration
 		case mail.Retryable:
-			r, _ := t.reply(cat, te)
+			r, _ := t.reply(cat, te, setupStep)
 			return r, &mail.Error{Receipt: r, Err: fmt.Errorf("%w: %w", mail.ErrUnavailable, redactedReply(te))}
 		}
-		return t.reply(cat, te)
+		return t.reply(cat, te, setupStep)
 	}
 	msg := err.Error()
 	var (

@@ -232,10 +232,10 @@ func TestPostfixRateLimits(t *testing.T) {
 	if diff := cmp.Diff(want, cats); diff != "" {
 		t.Errorf("categories under a limit of 3 messages a minute (-want +got):\n%s", diff)
 	}
-	if limited.Code != 450 || !strings.Contains(limited.Reason, "too many messages") && !strings.Contains(limited.Reason, "too much mail") || limited.RetryAfter != smtp.DefaultRateLimitWait {
+	if limited.Code != 450 || !strings.Contains(limited.Text, "too many messages") && !strings.Contains(limited.Text, "too much mail") || limited.RetryAfter != smtp.DefaultRateLimitWait {
 		t.Errorf("the rate-limited receipt: %+v", limited)
 	}
-	t.Logf("Postfix's reply: %d %s", limited.Code, limited.Reason)
+	t.Logf("Postfix's reply: %d %s", limited.Code, limited.Text)
 }
 
 // TestPostfixRecipientAndConnectionLimits checks Postfix's two other
@@ -259,7 +259,7 @@ func TestPostfixRecipientAndConnectionLimits(t *testing.T) {
 		second.To = []string{"b1@example.test", "b2@example.test", "b3@example.test"}
 		r, err := tr.Send(ctx, second)
 		checkReceipt(t, r, err)
-		if r.Category != mail.RateLimited || r.Code != 450 || !strings.Contains(r.Reason, "too many recipients from") {
+		if r.Category != mail.RateLimited || r.Code != 450 || !strings.Contains(r.Text, "too many recipients from") {
 			t.Errorf("second: %+v; want rate_limited 450 too many recipients", r)
 		}
 		deliveredBy(t, pf, 3)
@@ -278,10 +278,10 @@ func TestPostfixRecipientAndConnectionLimits(t *testing.T) {
 			msg.MessageID = fmt.Sprintf("<conn-%d@mailer.example.com>", i)
 			last, _ = tr.Send(ctx, msg)
 		}
-		if last.Category != mail.RateLimited || last.Code != 421 || !strings.Contains(last.Reason, "too many connections from") {
+		if last.Category != mail.RateLimited || last.Code != 421 || !strings.Contains(last.Text, "too many connections from") {
 			t.Errorf("the third connection: %+v; want rate_limited 421 too many connections", last)
 		}
-		t.Logf("Postfix's reply: %d %s", last.Code, last.Reason)
+		t.Logf("Postfix's reply: %d %s", last.Code, last.Text)
 	})
 }
 

@@ -132,7 +132,7 @@ type transactions struct {
 
 	sent    bool     // a transaction's data was taken
 	ids     []string // the ProviderID of each transaction taken
-	reasons []string // the server's reply to the end of each one
+	texts   []string // the text of the server's reply to the end of each one
 	refused []mail.RefusedRecipient
 	first   *textproto.Error // the first refusal of a recipient
 	keep    bool
@@ -156,7 +156,7 @@ func (tx *transactions) run() result {
 	}
 	r := mail.Receipt{
 		Category: mail.Accepted, Code: 250, Refused: tx.refused,
-		ProviderID: strings.Join(tx.ids, "; "), Reason: strings.Join(tx.reasons, "; "),
+		ProviderID: strings.Join(tx.ids, "; "), Text: strings.Join(tx.texts, "; "),
 	}
 	return resultOf(r, nil, tx.keep)
 }
@@ -193,7 +193,7 @@ func (tx *transactions) one(pending []string) (deferred []string, end *result) {
 	if dc, ok := w.(*gmsmtp.DataCloser); ok {
 		resp := dc.ServerResponse()
 		tx.ids = append(tx.ids, mail.Redact(strings.TrimSpace(enhancedPrefix.ReplaceAllString(resp, ""))))
-		tx.reasons = append(tx.reasons, mail.Redact(resp))
+		tx.texts = append(tx.texts, mail.Redact(resp))
 	}
 	tx.sent = true
 	return deferred, nil
@@ -205,7 +205,11 @@ func (tx *transactions) one(pending []string) (deferred []string, end *result) {
 func (tx *transactions) abort(unsent []string, res result) *result {
 	tx.keep = tx.keep && res.keep
 	if tx.sent {
-		tx.refuse(unsent, res.receipt.Code, res.receipt.Reason)
+		reason := res.receipt.Text
+		if reason == "" {
+			reason = res.receipt.Reason
+		}
+		tx.refuse(unsent, res.receipt.Code, reason)
 	}
 	return &res
 }
@@ -270,7 +274,7 @@ func (tx *transactions) noneAccepted(deferred []string, limit *textproto.Error) 
 		tx.keep = tx.keep && res.keep
 		return res
 	}
-	r, err := tx.s.t.reply(classify(tx.first.Code, tx.first.Msg), tx.first)
+	r, err := tx.s.t.reply(classify(tx.first.Code, tx.first.Msg), tx.first, "RCPT TO")
 	return tx.reset(resultOf(r, err, tx.first.Code != 421))
 }
 
@@ -357,7 +361,7 @@ func (c *cancelled) Unwrap() error { return c.err }
 // drops the connection.
 func (t *Transport) beforeEnd(ctx context.Context, step string, err error) result {
 	if isReply(err) {
-		r, err := t.replyFailure(err)
+		r, err := t.replyFailure(err, step)
 		return resultOf(r, err, !dropsConnection(err))
 	}
 	var c *cancelled
@@ -382,7 +386,7 @@ func (t *Transport) beforeEnd(ctx context.Context, step string, err error) resul
 func (t *Transport) endFailure(ctx context.Context, d *trackedDialer, err error) result {
 	switch {
 	case isReply(err):
-		r, err := t.replyFailure(err)
+		r, err := t.replyFailure(err, "the end of the message")
 		return resultOf(r, err, !dropsConnection(err))
 	case d.writeFailed():
 		// The final "." could not be written: the server cannot have

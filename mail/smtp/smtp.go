@@ -319,8 +319,9 @@ func hasCRLF(s string) bool { return strings.ContainsAny(s, "\r\n") }
 //   - a 250 reply to the end of the data: Accepted, Code 250, ProviderID the
 //     server's text after the code and the enhanced status code (such as
 //     "Ok: queued as 4F2B31C0A4"; the texts of each transaction joined by
-//     "; " when the recipients took more than one), Refused the recipients
-//     refused (see the package documentation);
+//     "; " when the recipients took more than one), Text the whole texts
+//     so joined, Refused the recipients refused (see the package
+//     documentation);
 //   - a 421 whose enhanced status code is 4.7.x, or a 4xx whose enhanced
 //     status code is 4.7.28, or 451 with 4.7.1, or any 4xx (421 included)
 //     whose text speaks of a rate, of too many or
@@ -362,9 +363,15 @@ func hasCRLF(s string) bool { return strings.ContainsAny(s, "\r\n") }
 //     context cancelled while waiting), or a reply that cannot be read:
 //     DeliveryUnknown.
 //
-// The Reason is the server's reply (or a description of the failure) with
-// every address replaced by mail.AddressPlaceholder; the cause of a server
-// reply is a *textproto.Error whose Msg is redacted the same way.
+// A receipt of a server's reply has its Code and EnhancedCode (RFC 3463,
+// when the text opens with one), the Reason "the reply to" and the step
+// ("RCPT TO", "the end of the message", "the session's setup …"), and the
+// reply's text in Text, every address replaced by mail.AddressPlaceholder:
+// servers echo the subject, a display name or a line of the body, so the
+// text never goes into the Reason, which the queue stores and logs above
+// debug. A receipt of a failure without a reply has a Reason that describes
+// it ("connection refused") and no Text. The cause of a server reply is a
+// *textproto.Error whose Msg is the Text.
 func (t *Transport) Send(ctx context.Context, msg *mail.Message) (mail.Receipt, error) {
 	if err := ctx.Err(); err != nil {
 		return fail(mail.Retryable, "cancelled before connecting", err)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http/httptest"
 	"net/textproto"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,9 +32,15 @@ func message() *mail.Message {
 	}
 }
 
-// reply is a server reply that echoes addresses, as servers do.
+// echoed is what a server's reply quotes of the message (its subject), as
+// servers do: it must reach Receipt.Text alone, never the Reason or the
+// error's text.
+const echoed = "Subject 'Your reset code 918273'"
+
+// reply is a server reply that echoes addresses and the subject, as servers
+// do.
 func reply(code int, enh string) *gosmtp.SMTPError {
-	return smtptest.Reply(code, enh, "<bob@example.com>: refused for ada@example.com")
+	return smtptest.Reply(code, enh, "<bob@example.com>: refused for ada@example.com, "+echoed)
 }
 
 func transport(t *testing.T, srv *smtptest.Server, edit func(*smtp.Config)) *smtp.Transport {
@@ -152,6 +159,12 @@ func checkReceipt(t *testing.T, r mail.Receipt, err error) {
 	}
 	if strings.Contains(r.Reason, "@") {
 		t.Errorf("reason has an address: %q", r.Reason)
+	}
+	if strings.Contains(r.Reason, "918273") || strings.Contains(r.Text, "@") {
+		t.Errorf("the reason quotes the reply's text, or the text an address: %+v", r)
+	}
+	if err != nil && strings.Contains(err.Error(), "918273") {
+		t.Errorf("the error's text quotes the reply's text: %q", err.Error())
 	}
 	if err != nil {
 		var me *mail.Error
@@ -342,5 +355,48 @@ func TestNew(t *testing.T) {
 	}
 	if _, err := smtp.New(smtp.Config{Host: "h"}); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestReplyTextIsApart checks that a refusal's text, which echoes the
+// subject, goes to Receipt.Text alone: the Reason names the step, the
+// codes are in Code and EnhancedCode, and the error's text holds no text of
+// the reply.
+func TestReplyTextIsApart(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		script smtptest.Script
+		want   mail.Receipt
+	}{
+		{"550 at RCPT", smtptest.Script{Rcpt: rcpts(reply(550, "5.7.1"))},
+			mail.Receipt{Category: mail.Rejected, Code: 550, EnhancedCode: "5.7.1", Reason: "the reply to RCPT TO"}},
+		{"451 at MAIL", smtptest.Script{Mail: reply(451, "4.3.0")},
+			mail.Receipt{Category: mail.Retryable, Code: 451, EnhancedCode: "4.3.0", Reason: "the reply to MAIL FROM"}},
+		{"554 at the end of the data", smtptest.Script{Data: reply(554, "5.7.1")},
+			mail.Receipt{Category: mail.Rejected, Code: 554, EnhancedCode: "5.7.1", Reason: "the reply to the end of the message"}},
+		{"450 throttle at MAIL", smtptest.Script{Mail: smtptest.Reply(450, "4.7.1", "too much mail from ada@example.com, "+echoed)},
+			mail.Receipt{Category: mail.RateLimited, Code: 450, EnhancedCode: "4.7.1", Reason: "the reply to MAIL FROM", RetryAfter: smtp.DefaultRateLimitWait}},
+		{"554 greeting", smtptest.Script{Greeting: reply(554, "5.7.1")},
+			mail.Receipt{Category: mail.Configuration, Code: 554, EnhancedCode: "5.7.1", Reason: "the reply to the session's setup (greeting, EHLO, STARTTLS, AUTH)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := smtptest.Start(t, tc.script)
+			r, err := transport(t, srv, nil).Send(context.Background(), message())
+			checkReceipt(t, r, err)
+			if !strings.Contains(r.Text, echoed) || !strings.Contains(r.Text, mail.AddressPlaceholder) {
+				t.Errorf("Text %q does not carry the reply's text, addresses redacted", r.Text)
+			}
+			got := r
+			got.Text, got.Refused = "", nil
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("receipt (-want +got):\n%s", diff)
+			}
+			want := "mail: " + string(tc.want.Category) + " " + strconv.Itoa(tc.want.Code) + " " + tc.want.EnhancedCode + ": " + tc.want.Reason
+			if err == nil || err.Error() != want {
+				t.Errorf("error %v, want %q", err, want)
+			}
+		})
 	}
 }
