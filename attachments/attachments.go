@@ -14,6 +14,12 @@
 // a resolver refuses for good (a path out of the folder, a host not
 // allowed, over the size cap) wraps ErrRefused, which says it is not
 // retryable: the worker fails that job at once.
+//
+// The errors of FromPath quote the reference, which may name the
+// recipient or the message: the worker logs an error's text and the ref at
+// debug only (queue.job.detail), and the reason it stores says which
+// attachment failed and whether it was not found, refused for good or
+// timed out.
 package attachments
 
 import (

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	netmail "net/mail"
 	"regexp"
 	"strings"
 	"sync"
@@ -30,6 +31,9 @@ import (
 type logRecorder struct {
 	mu      sync.Mutex
 	records []loggedRecord
+	// forbidden is the text of the messages logged about (messageText):
+	// no record above debug may carry it.
+	forbidden []string
 }
 
 type loggedRecord struct {
@@ -68,9 +72,68 @@ func (l *logRecorder) find(msg string) []loggedRecord {
 
 var addressPattern = regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}`)
 
-// checkNoAddressAboveDebug fails the test if a record above debug carries an
-// address (docs/architecture.md).
-func (l *logRecorder) checkNoAddressAboveDebug(t *testing.T) {
+// forbid adds the text of a job to what no record above debug may carry.
+func (l *logRecorder) forbid(j *jobv1.Job) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.forbidden = append(l.forbidden, messageText(j)...)
+}
+
+// messageText is what a job holds that no record above debug may carry
+// (docs/architecture.md, "No message text above debug"): its subject, the
+// display names of its mailboxes, the strings of its context, the lines
+// of its bodies, its header values and its attachments' refs. Strings
+// shorter than 3 characters are left out: they would match by chance.
+func messageText(j *jobv1.Job) []string {
+	var out []string
+	add := func(s string) {
+		if s = strings.TrimSpace(s); len(s) >= 3 {
+			out = append(out, s)
+		}
+	}
+	add(j.Subject)
+	for _, list := range [][]string{{j.From}, j.To, j.Cc, j.Bcc, j.ReplyTo} {
+		for _, a := range list {
+			if m, err := netmail.ParseAddress(a); err == nil {
+				add(m.Name)
+			}
+		}
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case string:
+			add(v)
+		case map[string]any:
+			for _, e := range v {
+				walk(e)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	walk(map[string]any(j.Context))
+	if j.Content != nil {
+		for _, line := range strings.Split(j.Content.Text+"\n"+j.Content.HTML, "\n") {
+			add(line)
+		}
+	}
+	for _, v := range j.Headers {
+		add(v)
+	}
+	for _, a := range j.Attachments {
+		add(a.Ref)
+	}
+	return out
+}
+
+// checkNoMessageTextAboveDebug fails the test if a record above debug
+// carries an address, or a subject, a display name, a context value, a
+// line of a body, a header value or an attachment's ref of a job the
+// recorder was told of (forbid) (docs/architecture.md).
+func (l *logRecorder) checkNoMessageTextAboveDebug(t *testing.T) {
 	t.Helper()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -81,6 +144,11 @@ func (l *logRecorder) checkNoAddressAboveDebug(t *testing.T) {
 		text := r.Msg + fmt.Sprint(r.Attrs)
 		if addressPattern.MatchString(text) {
 			t.Errorf("a %s record carries an address: %s %v", r.Level, r.Msg, r.Attrs)
+		}
+		for _, f := range l.forbidden {
+			if strings.Contains(text, f) {
+				t.Errorf("a %s record carries the message's text %q: %s %v", r.Level, f, r.Msg, r.Attrs)
+			}
 		}
 	}
 }
@@ -115,6 +183,9 @@ func newHarness(t *testing.T, wcfg mailqueue.WorkerConfig) *harness {
 	t.Helper()
 	var opts memory.Options
 	h := &harness{t: t, fc: clock.NewFake(t0), tr: mtransport.New(), sink: audit.NewMemory(), logs: &logRecorder{}}
+	// The jobs the tests enqueue without h.enqueue.
+	h.logs.forbid(contentJob())
+	h.logs.forbid(templateJob())
 	logger := slog.New(h.logs)
 	opts.Clock, opts.Logger = h.fc, logger
 	if opts.RetainData == "" {
@@ -136,7 +207,7 @@ func newHarness(t *testing.T, wcfg mailqueue.WorkerConfig) *harness {
 	h.w = w
 	t.Cleanup(func() {
 		_ = w.Close(context.Background())
-		h.logs.checkNoAddressAboveDebug(t)
+		h.logs.checkNoMessageTextAboveDebug(t)
 		h.logs.checkLevels(t)
 	})
 	return h
@@ -152,6 +223,7 @@ func (h *harness) start() *harness {
 
 func (h *harness) enqueue(j *jobv1.Job) string {
 	h.t.Helper()
+	h.logs.forbid(j)
 	r, err := h.q.Enqueue(context.Background(), j)
 	if err != nil {
 		h.t.Fatal(err)

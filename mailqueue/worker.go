@@ -94,6 +94,8 @@ type WorkerConfig struct {
 	// retry the job (queue.attachment_failed), as an outage; an error that
 	// says it is not retryable (a Retryable() bool method answering false,
 	// as attachments.ErrRefused and PermanentError do) fails it at once.
+	// The error's text and the ref are logged at debug only
+	// (queue.job.detail); the reason says which attachment failed.
 	ResolveAttachment func(ctx context.Context, ref string, info ResolveInfo) ([]byte, error)
 	// OperatorDelay is how long a job waits after a failure of the operator
 	// (auth, configuration) or when it cannot be read yet (5 minutes).
@@ -109,10 +111,11 @@ type WorkerConfig struct {
 	Redelivered RedeliveredPolicy
 	// Classify, when set, decides from the receipt in place of the rules;
 	// DecideByRules leaves it to them, and DecideRateLimited makes it a rate
-	// limit.
+	// limit. The server's words are in the receipt's Text.
 	Classify func(receipt mail.Receipt, job *jobv1.Job) Decision
 	// CheckJob, when set, may refuse a job for good by returning an error
-	// (queue.refused); it runs before the render.
+	// (queue.refused); it runs before the render. The error's text is
+	// logged at debug only (queue.job.detail): it may quote the job.
 	CheckJob func(ctx context.Context, job *jobv1.Job) error
 	// RateLimitScope says what a rate limit (a RateLimited receipt) pauses:
 	// the job alone (RateLimitJob, the default: a retry no sooner than its
@@ -318,6 +321,8 @@ type run struct {
 	// now is when the run began, by the store's clock: expiry is decided on
 	// it (docs/architecture.md, "Time is the store's").
 	now time.Time
+	// detail is what its failure holds beside the reason (detail.go).
+	detail *detail
 }
 
 // Handle runs one attempt of a leased job and returns its outcome. It is the
@@ -366,7 +371,8 @@ func (w *Worker) handle(ctx context.Context, r *run) Outcome {
 			if ctx.Err() != nil {
 				return w.release(r, codes.QueueStopped, 0, "the worker stopped during CheckJob")
 			}
-			return w.fail(ctx, r, codes.QueueRefused, codes.StateFailed, "CheckJob refused the job: "+err.Error())
+			r.detail = errorDetail(err)
+			return w.fail(ctx, r, codes.QueueRefused, codes.StateFailed, "CheckJob refused the job"+errorKind(err))
 		}
 	}
 	if job.ExpiresAt != nil && r.now.After(*job.ExpiresAt) {
@@ -433,6 +439,7 @@ func (w *Worker) message(ctx context.Context, r *run) (*mail.Message, Outcome, b
 		a := &job.Attachments[i]
 		att := mail.Attachment{Filename: a.Filename, ContentType: a.ContentType, ContentID: a.ContentID, Inline: a.Disposition == jobv1.DispositionInline, Data: a.Content}
 		if a.Ref != "" {
+			r.detail = &detail{ref: a.Ref}
 			if w.cfg.ResolveAttachment == nil {
 				return nil, w.fail(ctx, r, codes.QueueAttachmentUnresolved, codes.StateFailed, fmt.Sprintf("attachment %d is by reference, and the worker has no ResolveAttachment", i)), false
 			}
@@ -440,16 +447,20 @@ func (w *Worker) message(ctx context.Context, r *run) (*mail.Message, Outcome, b
 			if err != nil && ctx.Err() != nil {
 				return nil, w.release(r, codes.QueueStopped, 0, "the worker stopped while an attachment was resolved"), false
 			}
+			if err != nil {
+				r.detail.text = mail.Redact(err.Error())
+			}
 			if err != nil && !retryable(err) {
-				return nil, w.fail(ctx, r, codes.QueueAttachmentFailed, codes.StateFailed, fmt.Sprintf("ResolveAttachment refused attachment %d for good: %v", i, err)), false
+				return nil, w.fail(ctx, r, codes.QueueAttachmentFailed, codes.StateFailed, fmt.Sprintf("ResolveAttachment refused attachment %d for good%s", i, errorKind(err))), false
 			}
 			if err != nil || len(data) == 0 {
 				reason := fmt.Sprintf("ResolveAttachment gave no content for attachment %d", i)
 				if err != nil {
-					reason = fmt.Sprintf("ResolveAttachment failed for attachment %d: %v", i, err)
+					reason = fmt.Sprintf("ResolveAttachment failed for attachment %d%s", i, errorKind(err))
 				}
 				return nil, w.retry(ctx, r, codes.QueueAttachmentFailed, 0, reason), false
 			}
+			r.detail = nil
 			att.Data = data
 			if att.Filename == "" {
 				att.Filename = fmt.Sprintf("attachment-%d", i+1)
@@ -466,19 +477,24 @@ func (w *Worker) message(ctx context.Context, r *run) (*mail.Message, Outcome, b
 // renderFailed decides what a render error does: a broken or missing
 // template fails the job, an outage or a timeout retries it.
 func (w *Worker) renderFailed(ctx context.Context, r *run, err error) Outcome {
-	var re *render.Error
+	var (
+		re *render.Error
+		le *render.LoadError
+	)
 	switch {
 	case errors.As(err, &re):
 		w.log.Debug(string(codes.QueueRenderFailed), "job_id", r.lease.ID, "template", re.Template, "locale", re.Locale, "where", re.Where, "detail", re.Detail)
 		return w.fail(ctx, r, codes.RenderFailed, codes.StateFailed, re.Error())
-	case render.IsLoadError(err):
-		return w.retry(ctx, r, codes.RenderLoadFailed, 0, err.Error())
+	case errors.As(err, &le):
+		r.detail = errorDetail(le.Err)
+		return w.retry(ctx, r, codes.RenderLoadFailed, 0, fmt.Sprintf("render: loading template %q failed%s", le.Template, errorKind(le.Err)))
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 		return w.retry(ctx, r, codes.RenderTimeout, 0, "the render timed out")
 	case ctx.Err() != nil:
 		return w.release(r, codes.QueueStopped, 0, "the worker stopped during the render")
 	}
-	return w.retry(ctx, r, codes.RenderLoadFailed, 0, "the renderer failed: "+err.Error())
+	r.detail = errorDetail(err)
+	return w.retry(ctx, r, codes.RenderLoadFailed, 0, "the renderer failed"+errorKind(err))
 }
 
 // send calls the transport, recovering a panic (a bug of the transport).
@@ -504,8 +520,10 @@ func (w *Worker) settle(ctx context.Context, r *run, receipt mail.Receipt, err e
 		receipt = me.Receipt
 	}
 	if err != nil && me == nil && !errors.Is(err, mail.ErrInvalidMessage) && receipt.Category != mail.Accepted {
-		receipt = mail.Receipt{Category: mail.Retryable, Reason: mail.Redact(err.Error())}
+		// The error's text is the transport's: debug only.
+		receipt = mail.Receipt{Category: mail.Retryable, Reason: "the transport failed with an error that is no *mail.Error", Text: err.Error()}
 	}
+	r.detail = receiptDetail(receipt)
 	if out, done := w.settleBroken(ctx, r, receipt, err); done {
 		return out
 	}
@@ -624,10 +642,16 @@ func deferredRecipients(rc mail.Receipt) int {
 	return n
 }
 
+// reasonOf is the reason of a receipt: its category, code, enhanced code
+// and Reason, never its Text (the server's words, which may quote the
+// message: detail.go).
 func reasonOf(rc mail.Receipt) string {
 	s := string(rc.Category)
 	if rc.Code != 0 {
 		s += fmt.Sprintf(" %d", rc.Code)
+	}
+	if rc.EnhancedCode != "" {
+		s += " " + rc.EnhancedCode
 	}
 	if rc.Reason != "" {
 		s += ": " + rc.Reason
@@ -650,7 +674,7 @@ func (w *Worker) retry(ctx context.Context, r *run, code codes.Code, retryAfter 
 	if r.job != nil && r.job.ExpiresAt != nil && r.now.Add(delay).After(*r.job.ExpiresAt) {
 		return w.fail(ctx, r, codes.QueueExpired, codes.StateFailed, "its retry would come after its expiresAt: "+reason)
 	}
-	w.log.Warn(string(codes.QueueJobRetrying), "job_id", r.lease.ID, "attempt", r.lease.Attempt, "code", string(code), "delay", delay, "reason", reason)
+	w.log.Warn(string(codes.QueueJobRetrying), w.outcomeArgs(r, code, "job_id", r.lease.ID, "attempt", r.lease.Attempt, "code", string(code), "delay", delay, "reason", reason)...)
 	_ = w.audit(ctx, r, AuditQueued, code, reason) // a failure is logged and warned by audit; only "submitted" stops a run
 	return Outcome{Action: Retry, Delay: delay, Code: code, Reason: reason}
 }
@@ -706,14 +730,14 @@ func (w *Worker) neverSubmitted(ctx context.Context, r *run) bool {
 // release gives the job back; the attempt is not spent.
 func (w *Worker) release(r *run, code codes.Code, delay time.Duration, reason string) Outcome {
 	reason = mail.Redact(reason)
-	w.log.Warn(string(codes.QueueJobReleased), "job_id", r.lease.ID, "attempt", r.lease.Attempt, "code", string(code), "delay", delay, "reason", reason)
+	w.log.Warn(string(codes.QueueJobReleased), w.outcomeArgs(r, code, "job_id", r.lease.ID, "attempt", r.lease.Attempt, "code", string(code), "delay", delay, "reason", reason)...)
 	return Outcome{Action: Release, Delay: delay, Code: code, Reason: reason}
 }
 
 // fail settles the job for good.
 func (w *Worker) fail(ctx context.Context, r *run, code codes.Code, state codes.State, reason string) Outcome {
 	reason = mail.Redact(reason)
-	w.log.Error(string(codes.QueueJobFailed), "job_id", r.lease.ID, "attempt", r.lease.Attempt, "code", string(code), "state", string(state), "reason", reason)
+	w.log.Error(string(codes.QueueJobFailed), w.outcomeArgs(r, code, "job_id", r.lease.ID, "attempt", r.lease.Attempt, "code", string(code), "state", string(state), "reason", reason)...)
 	as := AuditFailed
 	if state == codes.StateDeliveryUnknown {
 		as = AuditDeliveryUnknown

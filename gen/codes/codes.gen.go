@@ -309,6 +309,15 @@ const (
 	// attempt.
 	QueueRenderFailed Code = "queue.render.failed"
 
+	// QueueJobDetail is "queue.job.detail": the text of a run's failure, which may
+	// quote the message (the server's reply, the error of CheckJob, of
+	// ResolveAttachment with the attachment's ref, of a renderer or of a
+	// transport), beside the job_id and code of its record above debug, which
+	// carries the reply's codes and category only.
+	//
+	// Where: log. Level: debug. Spec: mailer; queue.md, The audit and the log.
+	QueueJobDetail Code = "queue.job.detail"
+
 	// QueueWorkerError is "queue.worker.error": what escaped the steps of the
 	// worker.
 	//
@@ -841,6 +850,13 @@ var infos = []Info{
 		Level: slog.LevelDebug,
 		Spec:  "queue.md, What the queue does with an attempt",
 		What:  "The text of a failed render (a helper's error, an excerpt, a value of the context).",
+		Where: WhereLog,
+	},
+	{
+		Code:  QueueJobDetail,
+		Level: slog.LevelDebug,
+		Spec:  "mailer; queue.md, The audit and the log",
+		What:  "The text of a run's failure, which may quote the message (the server's reply, the error of CheckJob, of ResolveAttachment with the attachment's ref, of a renderer or of a transport), beside the job_id and code of its record above debug, which carries the reply's codes and category only.",
 		Where: WhereLog,
 	},
 	{

@@ -192,6 +192,10 @@ var wants = []codetest.Want{
 		Level: slog.LevelDebug,
 	},
 	{
+		Code:  codes.QueueJobDetail,
+		Level: slog.LevelDebug,
+	},
+	{
 		Code:  codes.QueueWorkerError,
 		Level: slog.LevelError,
 	},
