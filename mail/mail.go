@@ -145,7 +145,9 @@ type Receipt struct {
 	// breaks by spaces (Redact); empty when there was no reply. Servers
 	// echo what they refuse, so it may quote the subject, a display name or
 	// a line of the body: the queue logs it at debug only (the record
-	// queue.job.detail) and never stores it. A Classify hook may read it.
+	// queue.job.detail) and never stores it. A Classify hook may read it;
+	// for a transport's error that is no *Error, the worker gives the hook
+	// a Retryable receipt whose Text is the error's text.
 	Text string
 	// RetryAfter is the least delay before a retry, when the server asked
 	// for one (an HTTP Retry-After), or the transport's choice for a rate
