@@ -41,7 +41,8 @@ type AuditEvent struct {
 	// Attempt is the attempt's number (0 at the enqueue).
 	Attempt int
 	// Code is the code of a failure or a retry, and Reason what it said
-	// (never an address).
+	// (never an address, nor a text of the message or of a server's
+	// reply).
 	Code   codes.Code
 	Reason string
 	// TenantID and CorrelationID are the job's, when it has them.

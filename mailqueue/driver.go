@@ -101,7 +101,8 @@ type Outcome struct {
 	Delay time.Duration
 	// State is, for Fail, codes.StateFailed or codes.StateDeliveryUnknown.
 	State codes.State
-	// Code and Reason tell why (not for Ack). Reason holds no address.
+	// Code and Reason tell why (not for Ack). Reason holds no address and
+	// no text of the message or of a server's reply.
 	Code   codes.Code
 	Reason string
 	// Pause, with Release, pauses the queue or a tenant (a rate limit whose

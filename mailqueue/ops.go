@@ -60,7 +60,9 @@ type JobRow struct {
 	// otherwise).
 	EnqueuedAt, RunAt, FinishedAt, LeaseUntil time.Time
 	// Code and Reason tell why the last retry, release or failure happened
-	// (empty when there was none). Reason holds no address.
+	// (empty when there was none). Reason holds no address and no text of
+	// the message or of a server's reply (docs/architecture.md, "No message
+	// text above debug").
 	Code   codes.Code
 	Reason string
 	// DataKept is true while the store holds the job's message; a finished

@@ -164,7 +164,8 @@ type RetryParams struct {
 	ID, Token string
 	// Delay is how long from now the job waits before it is due again.
 	Delay time.Duration
-	// Code and Reason tell why; stored as the job's last error.
+	// Code and Reason tell why; stored as the job's last error. Reason
+	// holds no address and no text of the message or of a server's reply.
 	Code   codes.Code
 	Reason string
 }
@@ -176,7 +177,7 @@ type FailParams struct {
 	// State is codes.StateFailed or codes.StateDeliveryUnknown.
 	State codes.State
 	// Code and Reason tell why; stored as the job's last error. Reason
-	// holds no address.
+	// holds no address and no text of the message or of a server's reply.
 	Code   codes.Code
 	Reason string
 }
@@ -188,7 +189,7 @@ type ReleaseParams struct {
 	// Delay is how long from now the job waits before it is due again.
 	Delay time.Duration
 	// Code and Reason tell why; stored as the job's last error. Reason
-	// holds no address.
+	// holds no address and no text of the message or of a server's reply.
 	Code   codes.Code
 	Reason string
 }
