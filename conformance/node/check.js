@@ -159,7 +159,12 @@ const omit = (o, names) => Object.fromEntries(Object.entries(o).filter(([k]) => 
 const sha256 = (s) => crypto.createHash('sha256').update(s, 'utf8').digest('hex');
 const hmac = (secret, s) => crypto.createHmac('sha256', secret).update(s, 'utf8').digest();
 const hashOf = (job) => sha256(jcs(omit(job, notHashed)));
-const macOf = (secretHex, stored) => hmac(Buffer.from(secretHex, 'hex'), jcs(omit(stored, ['mac']))).toString('base64url');
+// The mac binds where the job is stored (docs/wire.md, "The mac"): at is
+// { namespace, queue, id }.
+const macInput = (at, stored) => jcs(['mailer/mac', at.namespace, at.queue, at.id, omit(stored, ['mac'])]);
+const macOf = (secretHex, at, stored) => hmac(Buffer.from(secretHex, 'hex'), macInput(at, stored)).toString('base64url');
+const codecAd = (at) => jcs(['mailer/enc', at.namespace, at.queue, at.id]);
+const jobIdOf = (namespace, tenant, key) => uuid8(sha256(jcs(['mailer/job-id', namespace, tenant, key])));
 
 function uuid8(seedHex) {
   const b = Buffer.from(seedHex.slice(0, 32), 'hex');
@@ -178,7 +183,9 @@ function domainOf(from) {
 
 // ---- a worker's opening of a stored job (docs/wire.md) --------------------
 
-function open(text, keys, codec) {
+// open reads a stored job as a worker of at.namespace and at.queue does,
+// leased under at.id, with no IDSecret.
+function open(text, keys, codec, at) {
   let job;
   try {
     job = parseStrict(text);
@@ -189,18 +196,29 @@ function open(text, keys, codec) {
   if (Number.isInteger(job.v) && job.v > 1) return { action: 'release', code: 'queue.unsupported_version' };
   if (job.v !== 1) return { action: 'fail', code: 'queue.invalid_job' };
   if (keys.length > 0) {
-    const key = keys.find((k) => k.id === job.kid);
-    let ok = false;
-    if (key && typeof job.mac === 'string') {
+    const verified = (where) => {
+      const key = keys.find((k) => k.id === job.kid);
+      if (!key || typeof job.mac !== 'string') return false;
       try {
-        const want = Buffer.from(macOf(key.secret, job));
+        const want = Buffer.from(macOf(key.secret, where, job));
         const got = Buffer.from(job.mac);
-        ok = want.length === got.length && crypto.timingSafeEqual(want, got);
+        return want.length === got.length && crypto.timingSafeEqual(want, got);
       } catch {
-        ok = false;
+        return false;
       }
+    };
+    if (!verified(at)) {
+      // A clear job signed for the id its own tenant and key derive, stored
+      // under another: a copy.
+      const str = (name) => (!(name in job) ? '' : typeof job[name] === 'string' ? job[name] : null);
+      const tenant = str('tenantId');
+      const key = str('idempotencyKey');
+      if (!('enc' in job) && tenant !== null && key !== null) {
+        const id = jobIdOf(at.namespace, tenant, key);
+        if (id !== at.id && verified({ ...at, id })) return { action: 'fail', code: 'queue.job_tampered' };
+      }
+      return { action: 'fail', code: 'queue.signature_invalid' };
     }
-    if (!ok) return { action: 'fail', code: 'queue.signature_invalid' };
   }
   const checked = (obj) => {
     const errs = fieldErrors(obj);
@@ -227,6 +245,8 @@ function open(text, keys, codec) {
     if (refusal) return refusal;
   }
   if (typeof job.hash !== 'string' || hashOf(whole) !== job.hash) return { action: 'fail', code: 'queue.hash_mismatch' };
+  // The worker derives the job's id and refuses one stored under another.
+  if (jobIdOf(at.namespace, whole.tenantId ?? '', whole.idempotencyKey ?? '') !== at.id) return { action: 'fail', code: 'queue.job_tampered' };
   return { action: 'open' };
 }
 
@@ -261,7 +281,7 @@ for (const v of vectors.invalid) {
   check(`invalid: ${v.name}`, () => {
     assert.deepEqual(fieldErrors(v.job), v.errors.map((e) => [e.pointer, e.rule]));
     assert.equal(v.code, 'queue.invalid_job');
-    assert.deepEqual(open(JSON.stringify(v.job), [], ''), dropEmptyCode(v.worker));
+    assert.deepEqual(open(JSON.stringify(v.job), [], '', { namespace: 'mail', queue: '', id: 'an-id' }), dropEmptyCode(v.worker));
   });
 }
 for (const v of vectors.ids) {
@@ -277,32 +297,36 @@ for (const v of vectors.ids) {
     const domain = domainOf(v.from);
     assert.equal(`<${uuid8(msgSeed)}@${domain}>`, v.messageId);
     assert.deepEqual([0, 1].map((i) => `${uuid8(sha256(jcs(['mailer/content-id', id, String(i)])))}@${domain}`), v.contentIds);
+    assert.equal(codecAd({ namespace: v.namespace, queue: v.queue, id }), v.codecAd);
   });
 }
 for (const v of vectors.signed) {
   check(`signed: ${v.name}`, () => {
     assert.equal(jcs(omit(v.job, notHashed)), v.hashInput);
     assert.equal(hashOf(v.job), v.hash);
+    const at = { namespace: v.namespace, queue: v.queue, id: v.id };
+    assert.equal(jobIdOf(v.namespace, v.job.tenantId ?? '', v.job.idempotencyKey ?? ''), v.id);
     let stored = { ...v.job, hash: v.hash };
     if (v.codec === 'base64') {
+      assert.equal(codecAd(at), v.codecAd);
       const sealedJson = jcs(omit(stored, envelope));
       assert.equal(sealedJson, v.sealedJson);
       stored = { ...Object.fromEntries(Object.entries(stored).filter(([k]) => envelope.includes(k))), enc: Buffer.from(sealedJson, 'utf8').toString('base64') };
     }
     if (v.key) {
       stored.kid = v.key.id;
-      assert.equal(jcs(stored), v.macInput);
-      stored.mac = macOf(v.key.secret, stored);
+      assert.equal(macInput(at, stored), v.macInput);
+      stored.mac = macOf(v.key.secret, at, stored);
       assert.equal(stored.mac, v.mac);
     }
     assert.deepEqual(stored, v.stored);
     assert.equal(jcs(stored), v.storedJson);
     assert.deepEqual(fieldErrors(stored), []);
-    assert.deepEqual(open(v.storedJson, v.key ? [v.key] : [], v.codec), { action: 'open' });
+    assert.deepEqual(open(v.storedJson, v.key ? [v.key] : [], v.codec, at), { action: 'open' });
   });
 }
 for (const v of vectors.stored) {
-  check(`stored: ${v.name}`, () => assert.deepEqual(open(v.data, v.keys || [], v.codec), dropEmptyCode(v.want)));
+  check(`stored: ${v.name}`, () => assert.deepEqual(open(v.data, v.keys || [], v.codec, { namespace: v.namespace, queue: v.queue, id: v.id }), dropEmptyCode(v.want)));
 }
 
 function dropEmptyCode(o) {
