@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alexify/mailer/audit"
+	"github.com/alexify/mailer/clock"
 	"github.com/alexify/mailer/drivers/memory"
+	"github.com/alexify/mailer/drivers/polling"
 	"github.com/alexify/mailer/gen/codes"
 	"github.com/alexify/mailer/gen/jobv1"
 	"github.com/alexify/mailer/mail"
@@ -189,5 +192,115 @@ func TestWorkerTakesTheAttemptsOfTheJob(t *testing.T) {
 	wantJob(t, mq, id, mailqueue.JobFailed, 2, codes.QueueAttemptsExhausted)
 	if tr.sends != 2 {
 		t.Errorf("%d sends, want 2", tr.sends)
+	}
+}
+
+// leaseEditing is a memory source whose leases edit changes: a store that
+// tells other metadata than it was given, or none.
+type leaseEditing struct {
+	*memory.Source
+	edit func(l *mailqueue.Lease)
+}
+
+func (s leaseEditing) Reserve(ctx context.Context, p mailqueue.ReserveParams) ([]*mailqueue.Lease, error) {
+	ls, err := s.Source.Reserve(ctx, p)
+	for _, l := range ls {
+		s.edit(l)
+	}
+	return ls, err
+}
+
+// TestLeaseMetadata: a lease's attempts, tenant and priority that disagree
+// with the verified job are refused as queue.job_tampered, unsent; a
+// source that tells no attempts and no priority (zero) leaves the job's.
+func TestLeaseMetadata(t *testing.T) {
+	t.Parallel()
+	keys := []mailqueue.SigningKey{key("k1", 'a')}
+	data, id := produceID(t, mailqueue.Config{SigningKeys: keys}, tenantJob())
+	tests := []struct {
+		name string
+		edit func(l *mailqueue.Lease)
+		want codes.Code
+	}{
+		{"as stored", func(*mailqueue.Lease) {}, ""},
+		{"no attempts, no priority told", func(l *mailqueue.Lease) { l.MaxAttempts, l.Priority = 0, "" }, ""},
+		{"100 attempts", func(l *mailqueue.Lease) { l.MaxAttempts = 100 }, codes.QueueJobTampered},
+		{"1 attempt", func(l *mailqueue.Lease) { l.MaxAttempts = 1 }, codes.QueueJobTampered},
+		{"another tenant", func(l *mailqueue.Lease) { l.TenantID = "evil" }, codes.QueueJobTampered},
+		{"no tenant told", func(l *mailqueue.Lease) { l.TenantID = "" }, codes.QueueJobTampered},
+		{"another priority", func(l *mailqueue.Lease) { l.Priority = jobv1.PriorityLow }, codes.QueueJobTampered},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			fc := clock.NewFake(t0)
+			src := mustMemorySource(t, memory.Options{Clock: fc})
+			d, err := polling.New(leaseEditing{src, tc.edit}, polling.Options{Clock: fc, PollInterval: time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, err := mailqueue.New(mailqueue.Config{Driver: d, Clock: fc, SigningKeys: keys})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := mmemory.New()
+			startWorker(t, q, mailqueue.WorkerConfig{Transport: tr})
+			if _, err := src.Enqueue(context.Background(), []mailqueue.NewJob{record(id, data)}); err != nil {
+				t.Fatal(err)
+			}
+			d.Wake()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := src.Drain(ctx); err != nil {
+				t.Fatal(err)
+			}
+			got, err := src.Get(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := mailqueue.JobAccepted
+			if tc.want != "" {
+				want = mailqueue.JobFailed
+			}
+			if got.State != want || got.Code != tc.want || (tr.Attempts() == 1) != (tc.want == "") {
+				t.Errorf("%s (%s: %s), %d sends; want %s (%s)", got.State, got.Code, got.Reason, tr.Attempts(), want, tc.want)
+			}
+		})
+	}
+}
+
+// TestAuditTenantIsTheJobs: the audit's tenant is the verified job's; a
+// job that is not read (a forgery) has none, whatever the store says.
+func TestAuditTenantIsTheJobs(t *testing.T) {
+	t.Parallel()
+	keys := []mailqueue.SigningKey{key("k1", 'a')}
+	data, id := produceID(t, mailqueue.Config{SigningKeys: keys}, tenantJob())
+	forged := editJSON(t, data, func(m map[string]any) { m["subject"] = "Forged" })
+	for name, tc := range map[string]struct {
+		data   []byte
+		tenant string
+		want   string
+	}{
+		"the job":                     {data, "acme", "acme"},
+		"a forgery the store tenants": {forged, "evil", ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			sink := audit.NewMemory()
+			q, mq, _ := newQueue(t, mailqueue.Config{SigningKeys: keys, Audit: sink})
+			startWorker(t, q, mailqueue.WorkerConfig{Transport: mmemory.New()})
+			nj := record(id, tc.data)
+			nj.TenantID = tc.tenant
+			writeRecord(t, mq, nj)
+			drain(t, mq)
+			events := sink.Events(id)
+			if len(events) == 0 {
+				t.Fatal("no audit event")
+			}
+			for _, e := range events {
+				if e.TenantID != tc.want {
+					t.Errorf("%s: tenant %q, want %q", e.State, e.TenantID, tc.want)
+				}
+			}
+		})
 	}
 }
