@@ -2,8 +2,10 @@
 // The Node check of the wire vectors (docs/wire.md): validates
 // gen/vectors/vectors.json against schema/job.v1.json with ajv (draft
 // 2020-12) and recomputes the canonical JSON, hashes, ids, Message-IDs,
-// Content-IDs and macs with Node's crypto, written here apart from the Go
-// code. It opens the stored vectors as a worker does. Run: node check.js
+// Content-IDs, the codec's associated data and the macs (bound to the
+// namespace, the queue and the id) with Node's crypto, written here apart
+// from the Go code. It opens the stored vectors as a worker does, where
+// each is leased, and derives the job id as a worker does. Run: node check.js
 // (after npm ci). It exits 1 when any vector disagrees.
 
 const assert = require('node:assert/strict');
