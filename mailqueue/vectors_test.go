@@ -59,7 +59,7 @@ type vectorsFile struct {
 	Stored []struct {
 		Name, Data, ID, Namespace, Queue string
 		Keys                             []vectorKey
-		Codec                            string
+		Codec, CodecKey                  string
 		Want                             vectorOutcome
 	}
 }
@@ -279,12 +279,20 @@ func TestVectorsStored(t *testing.T) {
 	for _, v := range f.Stored {
 		t.Run(v.Name, func(t *testing.T) {
 			codec := vectorCodec(v.Codec)
+			if v.Codec == "aes-256-gcm" {
+				key, _ := hex.DecodeString(v.CodecKey)
+				c, err := NewAESGCMCodec(key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				codec = c
+			}
 			at := sign.Binding{Namespace: v.Namespace, Queue: v.Queue, ID: v.ID}
 			_, o := openJob(context.Background(), []byte(v.Data), openParams{At: at, Keys: signingKeys(t, v.Keys), Codec: codec})
 			if diff := cmp.Diff(v.Want, outcomeOf(o)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
-			if o != nil && o.code == codes.QueueSignatureInvalid && codec != nil && codec.(*base64Codec).decodes > 0 {
+			if c, ok := codec.(*base64Codec); ok && o != nil && o.code == codes.QueueSignatureInvalid && c.decodes > 0 {
 				t.Error("a job that failed its mac reached the codec")
 			}
 		})

@@ -9,6 +9,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -135,7 +137,9 @@ type signedVector struct {
 
 // storedVector: a worker of Namespace and Queue, with Keys and Codec (and
 // no IDSecret, DeriveUUID), reads Data leased under ID, and Want is what it
-// does.
+// does. Codec is "", "base64" (the stand-in of the signed vectors) or
+// "aes-256-gcm" under CodecKey (hexadecimal): the spec's codec, the
+// associated data as GCM's.
 type storedVector struct {
 	Name      string        `json:"name"`
 	Data      string        `json:"data"`
@@ -144,7 +148,41 @@ type storedVector struct {
 	Queue     string        `json:"queue"`
 	Keys      []keyVector   `json:"keys"`
 	Codec     string        `json:"codec"`
+	CodecKey  string        `json:"codecKey,omitempty"`
 	Want      outcomeVector `json:"want"`
+}
+
+// vAESKey is the AES-256-GCM key of the stored vectors, and vNonce the
+// nonce their seal is pinned to (a codec draws one per job).
+const (
+	vAESKey = "0101010101010101010101010101010101010101010101010101010101010101"
+	vNonce  = "000102030405060708090a0b"
+)
+
+// vAESSealed returns the sealed-and-signed vector sealed with AES-256-GCM
+// instead of the stand-in: enc = base64(nonce ‖ tag ‖ ciphertext) of its
+// sealed JSON under the associated data, then signed again.
+func vAESSealed(v signedVector) (map[string]any, error) {
+	key, _ := hex.DecodeString(vAESKey)
+	nonce, _ := hex.DecodeString(vNonce)
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	gcm, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	out := gcm.Seal(nil, nonce, []byte(v.SealedJSON), []byte(v.CodecAD))
+	ct, tag := out[:len(v.SealedJSON)], out[len(v.SealedJSON):]
+	stored := maps.Clone(v.Stored)
+	stored["enc"] = base64.StdEncoding.EncodeToString(slices.Concat(nonce, tag, ct))
+	in, err := vMACInput(v.Namespace, v.Queue, v.ID, stored)
+	if err != nil {
+		return nil, err
+	}
+	stored["mac"] = vMACOf(*v.Key, in)
+	return stored, nil
 }
 
 // Vectors returns the text of gen/vectors/vectors.json.
@@ -180,7 +218,9 @@ func Vectors() ([]byte, error) {
 		return nil, err
 	}
 	f.Signed = signed
-	f.Stored = storedVectors(signed, ids)
+	if f.Stored, err = storedVectors(signed, ids); err != nil {
+		return nil, err
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -524,7 +564,7 @@ func without(m map[string]any, names ...string) map[string]any {
 // storedVectors are stored jobs and what a worker does with them. Each is
 // leased under the signed vectors' id and read by a worker of their
 // namespace and queue unless it says otherwise.
-func storedVectors(signed []signedVector, ids []idVector) []storedVector {
+func storedVectors(signed []signedVector, ids []idVector) ([]storedVector, error) {
 	clearSigned, sealedSigned := signed[1], signed[2]
 	keys := []keyVector{vKey}
 	other := keyVector{ID: "2026-11", Secret: strings.Repeat("07", 32)}
@@ -549,6 +589,12 @@ func storedVectors(signed []signedVector, ids []idVector) []storedVector {
 		return text(edited(v.Stored, func(m map[string]any) { m["mac"] = vMACOf(vKey, in) }))
 	}
 	sealedUnsigned := text(without(sealedSigned.Stored, "kid", "mac"))
+	aesStored, err := vAESSealed(sealedSigned)
+	if err != nil {
+		return nil, err
+	}
+	aesSealed, aesUnsigned := text(aesStored), text(without(aesStored, "kid", "mac"))
+	aes := func(v storedVector) storedVector { v.Codec, v.CodecKey = "aes-256-gcm", vAESKey; return v }
 	at := func(id, ns, queue string, v storedVector) storedVector {
 		v.ID, v.Namespace, v.Queue = id, ns, queue
 		return v
@@ -592,6 +638,12 @@ func storedVectors(signed []signedVector, ids []idVector) []storedVector {
 		copied(anotherID, storedVector{Name: "sealed, signed, copied under another id: its tenant and key are sealed, so the mac tells", Data: sealedSigned.StoredJSON, Keys: keys, Codec: "base64", Want: bad}),
 		intoQueue("mailer:other", storedVector{Name: "sealed, signed, copied into another queue, same id", Data: sealedSigned.StoredJSON, Keys: keys, Codec: "base64", Want: bad}),
 		copied(anotherID, storedVector{Name: "sealed, unsigned, copied under another id, a codec that binds no associated data", Data: sealedUnsigned, Codec: "base64", Want: tampered}),
+		aes(storedVector{Name: "sealed with AES-256-GCM, signed, its place", Data: aesSealed, Keys: keys, Want: open}),
+		aes(storedVector{Name: "sealed with AES-256-GCM, unsigned, its place", Data: aesUnsigned, Want: open}),
+		aes(copied(anotherID, storedVector{Name: "sealed with AES-256-GCM, unsigned, copied under another id: the associated data does not authenticate", Data: aesUnsigned, Want: outcomeVector{"retry", "queue.codec_failed"}})),
+		aes(intoQueue("mailer:other", storedVector{Name: "sealed with AES-256-GCM, unsigned, copied into another queue", Data: aesUnsigned, Want: outcomeVector{"retry", "queue.codec_failed"}})),
+		aes(intoNamespace("billing", storedVector{Name: "sealed with AES-256-GCM, unsigned, copied into another namespace", Data: aesUnsigned, Want: outcomeVector{"retry", "queue.codec_failed"}})),
+		aes(intoQueue("mailer:other", storedVector{Name: "sealed with AES-256-GCM, signed, copied into another queue: the mac tells first", Data: aesSealed, Keys: keys, Want: bad})),
 		{Name: "sealed, forged enc: failed before the codec", Data: text(edited(sealedSigned.Stored, func(m map[string]any) {
 			m["enc"] = base64.StdEncoding.EncodeToString([]byte(`{"kind":"content"}`))
 		})), Keys: keys, Codec: "base64", Want: bad},
@@ -610,7 +662,7 @@ func storedVectors(signed []signedVector, ids []idVector) []storedVector {
 			out[i] = at(clearSigned.ID, clearSigned.Namespace, clearSigned.Queue, out[i])
 		}
 	}
-	return out
+	return out, nil
 }
 
 // otherBase64Text returns another unpadded base64url text of the same 32
