@@ -75,6 +75,7 @@ fuzz:
 	$(GO) test ./internal/gentest/jobv1test -run '^$$' -fuzz '^FuzzEncodeValue$$' -fuzztime $(FUZZN)x
 	$(GO) test ./cmd/generate -run '^$$' -fuzz '^FuzzClassOf$$' -fuzztime $(FUZZN)x
 	$(GO) test ./mailqueue -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZN)x -parallel 1
+	$(GO) test ./mailqueue -run '^$$' -fuzz '^FuzzOpenBound$$' -fuzztime $(FUZZN)x -parallel 1
 	$(GO) test ./internal/jcs -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZN)x
 
 ## bench: the benchmarks of the kit (see BENCHMARKS.md); bench-redis: the Redis driver against asynq

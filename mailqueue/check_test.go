@@ -177,7 +177,7 @@ func TestDeepContextRoundTrips(t *testing.T) {
 	if perr != nil {
 		t.Fatal(perr)
 	}
-	got, o := openJob(t.Context(), nj.Data, nil, nil)
+	got, o := openJob(t.Context(), nj.Data, q.openParams(nj.ID))
 	if o != nil {
 		t.Fatalf("openJob: %+v", o)
 	}

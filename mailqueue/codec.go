@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/alexify/mailer/internal/jcs"
+	"github.com/alexify/mailer/internal/sign"
 )
 
 // Codec seals and opens the message of a job, so that the store holds only
@@ -14,6 +15,14 @@ import (
 // Encode turns the canonical JSON of the sealed fields into the text of enc;
 // Decode turns it back into those bytes. Encode is given the context of the
 // Enqueue call, Decode that of the worker's run.
+//
+// Both are given the associated data ad: the canonical JSON of
+// ["mailer/enc", namespace, queue, id], where the job is stored
+// (docs/wire.md, "Sealed jobs"). A codec must bind it, as an AEAD's
+// additional data does, so that Decode fails for an enc copied under
+// another id, into another queue or another namespace: NewAESGCMCodec uses
+// it as GCM's additional data. A codec that ignores ad leaves the binding
+// to the mac alone.
 //
 // An error of Encode refuses the enqueue with queue.codec_failed, and
 // nothing is stored. An error of Decode retries the job
@@ -27,8 +36,8 @@ import (
 // SigningKeys too. The mac covers the envelope and enc, and the worker
 // verifies it before the codec sees enc.
 type Codec interface {
-	Encode(ctx context.Context, plain []byte) (string, error)
-	Decode(ctx context.Context, enc string) ([]byte, error)
+	Encode(ctx context.Context, plain, ad []byte) (string, error)
+	Decode(ctx context.Context, enc string, ad []byte) ([]byte, error)
 }
 
 // PermanentError marks err, an error of a Codec's Decode, as not retryable:
@@ -72,8 +81,9 @@ func isEnvelope(name string) bool {
 
 // seal turns a clear job, hashed and without kid and mac, into the sealed
 // envelope: the envelope's fields stay, the others go into enc as the
-// codec encodes their canonical JSON.
-func seal(ctx context.Context, codec Codec, job map[string]any) (map[string]any, error) {
+// codec encodes their canonical JSON under the associated data of where the
+// job is stored.
+func seal(ctx context.Context, codec Codec, at sign.Binding, job map[string]any) (map[string]any, error) {
 	inner := make(map[string]any, len(job))
 	out := make(map[string]any, len(envelope)+1)
 	for k, v := range job {
@@ -87,7 +97,11 @@ func seal(ctx context.Context, codec Codec, job map[string]any) (map[string]any,
 	if err != nil {
 		return nil, err
 	}
-	enc, err := codec.Encode(ctx, plain)
+	ad, err := sign.AD(at)
+	if err != nil {
+		return nil, err
+	}
+	enc, err := codec.Encode(ctx, plain, ad)
 	if err != nil {
 		return nil, err
 	}

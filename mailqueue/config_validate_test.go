@@ -26,6 +26,8 @@ func TestConfigRefused(t *testing.T) {
 		{"negative job size", mailqueue.Config{Driver: d, MaxJobBytes: -1}, "mailqueue: Config.MaxJobBytes -1 is negative"},
 		{"negative attachment size", mailqueue.Config{Driver: d, MaxInlineAttachmentBytes: -5}, "mailqueue: Config.MaxInlineAttachmentBytes -5 is negative"},
 		{"short secret", mailqueue.Config{Driver: d, IDSecret: make([]byte, 16)}, "mailqueue: Config.IDSecret is 16 bytes, shorter than 32"},
+		{"a namespace not UTF-8", mailqueue.Config{Driver: d, Namespace: "n\xff"}, `mailqueue: Config.Namespace "n\xff" is not valid UTF-8`},
+		{"a queue name not UTF-8", mailqueue.Config{Driver: namedDriver{d, "q\xff"}}, `mailqueue: Config.Driver's QueueName "q\xff" is not valid UTF-8`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -40,6 +42,14 @@ func TestConfigRefused(t *testing.T) {
 		t.Errorf("New with the zero values: %v, want the defaults", err)
 	}
 }
+
+// namedDriver is a driver whose QueueName is name.
+type namedDriver struct {
+	mailqueue.Driver
+	name string
+}
+
+func (d namedDriver) QueueName() string { return d.name }
 
 // TestWorkerConfigRefused: NewWorker refuses each value it cannot honour
 // with an *OptionError naming the field and the value.

@@ -13,7 +13,10 @@
 // makes the [Worker], the one [Handler] every driver runs. Jobs may be
 // signed ([Config.SigningKeys]) and sealed ([Config.Codec],
 // [NewAESGCMCodec]) so that the store holds neither a forged job nor the
-// message in clear.
+// message in clear; the mac and the codec's associated data bind a job to
+// its id, its queue ([QueueNamer]) and its namespace, and a worker refuses
+// a job stored under another id, or whose store record disagrees with it
+// (queue.job_tampered).
 //
 // # Stores
 //

@@ -34,7 +34,7 @@ func (q *Queue) prepare(ctx context.Context, in *jobv1.Job) (NewJob, Result, *Er
 			Reason: fmt.Sprintf("the inline attachments hold %d bytes, more than the %d allowed", inline, q.cfg.MaxInlineAttachmentBytes),
 		}})
 	}
-	hash, data, e := q.stored(ctx, obj)
+	hash, data, e := q.stored(ctx, id, obj)
 	if e != nil {
 		return NewJob{}, Result{}, e
 	}
@@ -116,9 +116,10 @@ func jobObject(job *jobv1.Job) (map[string]any, *Error) {
 // stored returns the hash of a checked job and the bytes the store keeps:
 // the job with its hash, sealed when the queue has a codec, then signed
 // when it has keys (the mac over what is stored, docs/wire.md), in
-// canonical JSON, at most MaxJobBytes. The queue owns kid and mac: a
-// producer's are dropped.
-func (q *Queue) stored(ctx context.Context, obj map[string]any) (string, []byte, *Error) {
+// canonical JSON, at most MaxJobBytes. The codec's associated data and the
+// mac bind the job to its id, the queue's name and the namespace. The
+// queue owns kid and mac: a producer's are dropped.
+func (q *Queue) stored(ctx context.Context, id string, obj map[string]any) (string, []byte, *Error) {
 	hash, err := hashOf(obj)
 	if err != nil {
 		return "", nil, causeError(codes.QueueInvalidJob, "the job has no canonical JSON", err)
@@ -127,13 +128,13 @@ func (q *Queue) stored(ctx context.Context, obj map[string]any) (string, []byte,
 	delete(obj, "kid")
 	delete(obj, "mac")
 	if q.cfg.Codec != nil {
-		sealed, err := seal(ctx, q.cfg.Codec, obj)
+		sealed, err := seal(ctx, q.cfg.Codec, q.binding(id), obj)
 		if err != nil {
 			return "", nil, causeError(codes.QueueCodecFailed, "the codec could not seal the job", err)
 		}
 		obj = sealed
 	}
-	if err := signJob(q.cfg.SigningKeys, obj); err != nil {
+	if err := signJob(q.cfg.SigningKeys, q.binding(id), obj); err != nil {
 		return "", nil, causeError(codes.QueueInvalidJob, "the job has no canonical JSON", err)
 	}
 	data, err := jcs.Marshal(obj)

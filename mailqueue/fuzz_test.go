@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/internal/sign"
 	"github.com/alexify/mailer/internal/strictjson"
 )
 
@@ -33,6 +34,7 @@ func FuzzOpen(f *testing.F) {
 		f.Add([]byte(j.Job), false, false)
 	}
 	keys := signingKeys(f, []vectorKey{{ID: "2026-10", Secret: "6d61696c65722d746573742d6b65792d6f662d33322d62797465732d2d2d2d21"}})
+	at := sign.Binding{Namespace: v.Signed[1].Namespace, Queue: v.Signed[1].Queue, ID: v.Signed[1].ID}
 	f.Fuzz(func(t *testing.T, data []byte, signed, sealed bool) {
 		var ks []SigningKey
 		if signed {
@@ -45,13 +47,13 @@ func FuzzOpen(f *testing.F) {
 			return nil
 		}
 		c1 := codec()
-		job, o := openJob(context.Background(), data, ks, c1)
-		_, o2 := openJob(context.Background(), data, ks, codec())
+		job, o := openJob(context.Background(), data, openParams{At: at, Keys: ks, Codec: c1})
+		_, o2 := openJob(context.Background(), data, openParams{At: at, Keys: ks, Codec: codec()})
 		if outcomeOf(o) != outcomeOf(o2) {
 			t.Fatalf("two opens differ: %+v, %+v", o, o2)
 		}
 		if o != nil {
-			checkRefusal(t, data, ks, job, o)
+			checkRefusal(t, data, at, ks, job, o)
 			return
 		}
 		if job == nil || job.V != 1 || !hashText.MatchString(job.Hash) {
@@ -69,7 +71,7 @@ func FuzzOpen(f *testing.F) {
 // checkRefusal checks a job openJob refused: no job, an outcome with a
 // code, a retry only from the codec, and under keys the codec asked only
 // for a job whose mac was verified.
-func checkRefusal(t *testing.T, data []byte, ks []SigningKey, job *jobv1.Job, o *opened) {
+func checkRefusal(t *testing.T, data []byte, at sign.Binding, ks []SigningKey, job *jobv1.Job, o *opened) {
 	t.Helper()
 	if job != nil || o.code == "" || (o.action != Fail && o.action != Retry && o.action != Release) {
 		t.Fatalf("a refusal with a job or without an outcome: %+v", o)
@@ -79,7 +81,7 @@ func checkRefusal(t *testing.T, data []byte, ks []SigningKey, job *jobv1.Job, o 
 	}
 	if len(ks) > 0 && (o.code == "queue.codec_failed" || o.code == "queue.codec_missing") {
 		// The mac was verified before the codec was asked.
-		if obj, err := strictjson.DecodeObject(data); err != nil || !verifyJob(ks, obj) {
+		if obj, err := strictjson.DecodeObject(data); err != nil || !verifyJob(ks, at, obj) {
 			t.Fatalf("an unverified job reached the codec: %+v", o)
 		}
 	}

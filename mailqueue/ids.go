@@ -64,7 +64,13 @@ func seedOf(secret []byte, parts ...string) string {
 
 // jobIDSeed is the seed of a job's id.
 func (q *Queue) jobIDSeed(tenant, key string) string {
-	return seedOf(q.cfg.IDSecret, "mailer/"+IDKindJob, q.cfg.Namespace, tenant, key)
+	return jobIDSeedOf(q.cfg.IDSecret, q.cfg.Namespace, tenant, key)
+}
+
+// jobIDSeedOf is the seed of the id of a job of the namespace, tenant and
+// key, under secret when one is given (docs/wire.md, "Ids").
+func jobIDSeedOf(secret []byte, namespace, tenant, key string) string {
+	return seedOf(secret, "mailer/"+IDKindJob, namespace, tenant, key)
 }
 
 // messageID returns the Message-ID of the job id, on the domain of from.

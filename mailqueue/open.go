@@ -9,6 +9,7 @@ import (
 
 	"github.com/alexify/mailer/gen/codes"
 	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/internal/sign"
 	"github.com/alexify/mailer/internal/strictjson"
 )
 
@@ -26,13 +27,38 @@ func failed(code codes.Code, reason string) *opened {
 	return &opened{action: Fail, code: code, reason: reason}
 }
 
+// openParams are what openJob reads a stored job with: where it is stored
+// (the id the store keeps it under, the queue's name and the namespace),
+// the worker's keys and codec, and how a job's id derives (IDSecret and
+// DeriveID, DeriveUUID when nil).
+type openParams struct {
+	At       sign.Binding
+	Keys     []SigningKey
+	Codec    Codec
+	IDSecret []byte
+	DeriveID func(kind, seed string) string
+}
+
+// jobID derives the id of a job of the tenant and key in p's namespace, as
+// a producer does (docs/wire.md, "Ids").
+func (p openParams) jobID(tenant, key string) string {
+	derive := p.DeriveID
+	if derive == nil {
+		derive = DeriveUUID
+	}
+	return derive(IDKindJob, jobIDSeedOf(p.IDSecret, p.At.Namespace, tenant, key))
+}
+
 // openJob reads a stored job as a worker does, in this order
 // (docs/wire.md, "What a worker checks"): the JSON (an object, no duplicate
-// names), the version, the mac when keys are given, the schema (a field
-// version 1 does not know gives the job back), the codec for a sealed job,
-// the schema of what it opened, the hash. The job it returns decodes from
-// the canonical JSON of what was verified, never from the raw bytes again.
-func openJob(ctx context.Context, data []byte, keys []SigningKey, codec Codec) (*jobv1.Job, *opened) {
+// names), the version, the mac when keys are given (over the job and where
+// it is stored), the schema (a field version 1 does not know gives the job
+// back), the codec for a sealed job (under the associated data of where it
+// is stored), the schema of what it opened, the hash, and last the job's id,
+// derived from its namespace, tenant and key, which must be the id it is
+// stored under (queue.job_tampered). The job it returns decodes from the
+// canonical JSON of what was verified, never from the raw bytes again.
+func openJob(ctx context.Context, data []byte, p openParams) (*jobv1.Job, *opened) {
 	obj, err := strictjson.DecodeObject(data)
 	if err != nil {
 		return nil, failed(codes.QueueInvalidJob, "the stored job is not a JSON object: "+err.Error())
@@ -43,8 +69,11 @@ func openJob(ctx context.Context, data []byte, keys []SigningKey, codec Codec) (
 	case v != 1:
 		return nil, failed(codes.QueueInvalidJob, "the stored job has no valid version")
 	}
-	if len(keys) > 0 && !verifyJob(keys, obj) {
-		return nil, failed(codes.QueueSignatureInvalid, "not signed by a key of SigningKeys")
+	if len(p.Keys) > 0 && !verifyJob(p.Keys, p.At, obj) {
+		if signedForAnotherID(p, obj) {
+			return nil, failed(codes.QueueJobTampered, "a signed job stored under another id than the one it was signed for: a copy")
+		}
+		return nil, failed(codes.QueueSignatureInvalid, "not signed by a key of SigningKeys for this queue, namespace and id")
 	}
 	if o := validateStored(obj, expiresOf(obj)); o != nil {
 		return nil, o
@@ -52,7 +81,7 @@ func openJob(ctx context.Context, data []byte, keys []SigningKey, codec Codec) (
 	whole := obj
 	if enc, sealed := obj["enc"].(string); sealed {
 		var o *opened
-		if whole, o = openSealed(ctx, obj, enc, codec); o != nil {
+		if whole, o = openSealed(ctx, obj, enc, p); o != nil {
 			return nil, o
 		}
 	}
@@ -67,17 +96,51 @@ func openJob(ctx context.Context, data []byte, keys []SigningKey, codec Codec) (
 	if err != nil || job == nil {
 		return nil, failed(codes.QueueInvalidJob, "the stored job does not decode")
 	}
+	if p.jobID(job.TenantID, job.IdempotencyKey) != p.At.ID {
+		return nil, failed(codes.QueueJobTampered, "the job's id, derived from its namespace, tenant and idempotency key, is not the id it is stored under")
+	}
 	return job, nil
 }
 
-// openSealed opens the enc of a sealed job with the codec and returns the
-// whole job: the envelope's fields and those of the sealed part, which may
-// hold none of the envelope's, checked against the schema.
-func openSealed(ctx context.Context, obj map[string]any, enc string, codec Codec) (map[string]any, *opened) {
-	if codec == nil {
+// signedForAnotherID reports whether a clear job whose mac failed for the
+// id it is stored under was signed, by a key of p, for the id its own
+// tenant and key derive: a genuine job copied under another id. A sealed
+// job keeps its tenant and key in enc, which is not opened before its mac
+// verifies, so it is never told so (queue.signature_invalid).
+func signedForAnotherID(p openParams, obj map[string]any) bool {
+	if _, sealed := obj["enc"]; sealed {
+		return false
+	}
+	tenant, ok := obj["tenantId"].(string)
+	if _, has := obj["tenantId"]; has && !ok {
+		return false
+	}
+	key, ok := obj["idempotencyKey"].(string)
+	if _, has := obj["idempotencyKey"]; has && !ok {
+		return false
+	}
+	id := p.jobID(tenant, key)
+	if id == p.At.ID {
+		return false
+	}
+	at := p.At
+	at.ID = id
+	return verifyJob(p.Keys, at, obj)
+}
+
+// openSealed opens the enc of a sealed job with the codec, under the
+// associated data of where the job is stored, and returns the whole job:
+// the envelope's fields and those of the sealed part, which may hold none
+// of the envelope's, checked against the schema.
+func openSealed(ctx context.Context, obj map[string]any, enc string, p openParams) (map[string]any, *opened) {
+	if p.Codec == nil {
 		return nil, &opened{action: Release, code: codes.QueueCodecMissing, reason: "sealed, and this worker has no codec"}
 	}
-	sealedJSON, err := codec.Decode(ctx, enc)
+	ad, err := sign.AD(p.At)
+	if err != nil {
+		return nil, failed(codes.QueueInvalidJob, "the job's id is not valid UTF-8")
+	}
+	sealedJSON, err := p.Codec.Decode(ctx, enc, ad)
 	if err != nil {
 		o := &opened{action: Retry, code: codes.QueueCodecFailed, reason: "the codec could not open the job: " + err.Error()}
 		if !retryable(err) {
@@ -158,7 +221,7 @@ func expiresOf(obj map[string]any) *time.Time {
 // open reads the stored job as openJob does and turns a job it cannot give
 // into the worker's outcome. A forged job fails before a codec sees it.
 func (w *Worker) open(ctx context.Context, r *run) (Outcome, bool) {
-	job, o := openJob(ctx, r.lease.Data, w.q.cfg.SigningKeys, w.q.cfg.Codec)
+	job, o := openJob(ctx, r.lease.Data, w.q.openParams(r.lease.ID))
 	if o == nil {
 		r.job = job
 		return Outcome{}, true
@@ -170,6 +233,13 @@ func (w *Worker) open(ctx context.Context, r *run) (Outcome, bool) {
 		return w.retry(ctx, r, o.code, 0, o.reason), false
 	}
 	return w.fail(ctx, r, o.code, codes.StateFailed, o.reason), false
+}
+
+// openParams are what a worker of the queue opens the job stored under id
+// with.
+func (q *Queue) openParams(id string) openParams {
+	c := &q.cfg
+	return openParams{At: q.binding(id), Keys: c.SigningKeys, Codec: c.Codec, IDSecret: c.IDSecret, DeriveID: c.DeriveID}
 }
 
 // unreadable gives back a job this worker cannot read yet (or whose

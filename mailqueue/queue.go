@@ -11,6 +11,7 @@ import (
 	"github.com/alexify/mailer/clock"
 	"github.com/alexify/mailer/gen/codes"
 	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/internal/sign"
 	"github.com/alexify/mailer/mail"
 )
 
@@ -27,7 +28,8 @@ type Config struct {
 	// Driver stores the jobs. Required.
 	Driver Driver
 	// Namespace scopes the ids of the jobs; "mail" when empty. Producers and
-	// workers of one queue share it.
+	// workers of one queue share it; the mac and the codec's associated
+	// data bind it, so a job of another namespace is refused.
 	Namespace string
 	// MaxAttempts is the attempts of a job that sets none (5).
 	MaxAttempts int
@@ -39,7 +41,9 @@ type Config struct {
 	// IDSecret, when set (at least 32 bytes), derives job ids with an
 	// HMAC-SHA256 instead of a SHA-256, so an id cannot be found again by
 	// hashing the keys one can guess. It must be the same on every producer
-	// and is never rotated: another secret derives other ids, and the same
+	// and every worker (a worker derives the id of each job it reads and
+	// refuses one stored under another, queue.job_tampered) and is never
+	// rotated: another secret derives other ids, and the same
 	// message enqueued again would be another job, sent twice (spec: "Once
 	// per key").
 	IDSecret []byte
@@ -49,6 +53,8 @@ type Config struct {
 	// DeriveID makes the identifiers a job derives from a seed (a SHA-256 in
 	// hexadecimal): its id, Message-ID and Content-IDs. It must give the same
 	// identifier for the same seed; New checks it. DeriveUUID by default.
+	// Producers and workers must share it: a worker derives each job's id
+	// with it.
 	DeriveID func(kind, seed string) string
 	// SigningKeys sign every job with an HMAC-SHA256 (kid, mac): the first
 	// key signs, every key verifies; each secret is at least 32 bytes. A
@@ -86,18 +92,33 @@ type Config struct {
 type Queue struct {
 	cfg Config
 	log *slog.Logger
+	// name is the Driver's queue name (QueueNamer), read once by New: the
+	// mac and the codec's associated data bind it.
+	name string
 }
 
 // New returns a Queue. It returns an *OptionError when Driver is nil,
 // MaxAttempts is not within 1 to 100, a size is negative or IDSecret is
-// shorter than 32 bytes; and an error when a signing key is refused or
-// DeriveID does not give the same id for the same seed.
+// shorter than 32 bytes, or the Namespace or the Driver's queue name
+// (QueueNamer) is not valid UTF-8; and an error when a signing key is
+// refused or DeriveID does not give the same id for the same seed.
 func New(cfg Config) (*Queue, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Queue{cfg: cfg, log: cfg.Logger}, nil
+	name := queueNameOf(cfg.Driver)
+	if err := CheckQueueName("mailqueue", "Config.Driver's QueueName", name); err != nil {
+		return nil, err
+	}
+	return &Queue{cfg: cfg, log: cfg.Logger, name: name}, nil
+}
+
+// binding is where a job of this queue is stored under id: the namespace,
+// the queue's name and the id, which the mac and the codec's associated
+// data bind.
+func (q *Queue) binding(id string) sign.Binding {
+	return sign.Binding{Namespace: q.cfg.Namespace, Queue: q.name, ID: id}
 }
 
 // withDefaults returns a copy of the config whose zero fields take their
@@ -136,6 +157,9 @@ func (c Config) validate() error {
 	const pkg = "mailqueue"
 	if c.Driver == nil {
 		return &OptionError{Package: pkg, Option: "Config.Driver", Rule: "is required"}
+	}
+	if err := CheckQueueName(pkg, "Config.Namespace", c.Namespace); err != nil {
+		return err
 	}
 	if c.MaxAttempts < 1 || c.MaxAttempts > 100 {
 		return &OptionError{Package: pkg, Option: "Config.MaxAttempts", Value: c.MaxAttempts, Rule: "is not within 1 to 100"}

@@ -96,12 +96,12 @@ type countingCodec struct {
 	err     error
 }
 
-func (c *countingCodec) Decode(ctx context.Context, enc string) ([]byte, error) {
+func (c *countingCodec) Decode(ctx context.Context, enc string, ad []byte) ([]byte, error) {
 	c.decodes.Add(1)
 	if c.err != nil {
 		return nil, c.err
 	}
-	return c.Codec.Decode(ctx, enc)
+	return c.Codec.Decode(ctx, enc, ad)
 }
 
 type notRetryable struct{}
@@ -113,7 +113,7 @@ func TestSealedJobAtAWorker(t *testing.T) {
 	t.Parallel()
 	codec := aesCodec(t, 1)
 	keys := []mailqueue.SigningKey{key("k1", 'a')}
-	sealed := produce(t, mailqueue.Config{Codec: codec, SigningKeys: keys}, secretJob())
+	sealed, id := produceID(t, mailqueue.Config{Codec: codec, SigningKeys: keys}, secretJob())
 	tests := []struct {
 		name     string
 		codec    mailqueue.Codec
@@ -139,9 +139,9 @@ func TestSealedJobAtAWorker(t *testing.T) {
 			q, mq, _ := newQueue(t, cfg)
 			tr := mmemory.New()
 			startWorker(t, q, mailqueue.WorkerConfig{Transport: tr})
-			writeRaw(t, mq, "sealed", sealed)
+			writeRaw(t, mq, id, sealed)
 			drain(t, mq)
-			wantJob(t, mq, "sealed", tc.state, tc.attempts, tc.code)
+			wantJob(t, mq, id, tc.state, tc.attempts, tc.code)
 			if tr.Attempts() != 0 {
 				t.Error("sent")
 			}
@@ -150,12 +150,12 @@ func TestSealedJobAtAWorker(t *testing.T) {
 	t.Run("no codec: failed after a week", func(t *testing.T) {
 		q, mq, fc := newQueue(t, mailqueue.Config{SigningKeys: keys})
 		startWorker(t, q, mailqueue.WorkerConfig{Transport: mmemory.New()})
-		writeRaw(t, mq, "sealed", sealed)
+		writeRaw(t, mq, id, sealed)
 		drain(t, mq)
 		fc.Set(t0.Add(mailqueue.MaxReleaseWait + mailqueue.DefaultOperatorDelay))
 		mq.Wake()
 		drain(t, mq)
-		wantJob(t, mq, "sealed", mailqueue.JobFailed, 1, codes.QueueCodecMissing)
+		wantJob(t, mq, id, mailqueue.JobFailed, 1, codes.QueueCodecMissing)
 	})
 	t.Run("forged: failed before the codec", func(t *testing.T) {
 		forged := editJSON(t, sealed, func(m map[string]any) {
@@ -168,9 +168,9 @@ func TestSealedJobAtAWorker(t *testing.T) {
 		q, mq, _ := newQueue(t, mailqueue.Config{SigningKeys: keys, Codec: cc})
 		tr := mmemory.New()
 		startWorker(t, q, mailqueue.WorkerConfig{Transport: tr})
-		writeRaw(t, mq, "forged", forged)
+		writeRaw(t, mq, id, forged)
 		drain(t, mq)
-		wantJob(t, mq, "forged", mailqueue.JobFailed, 1, codes.QueueSignatureInvalid)
+		wantJob(t, mq, id, mailqueue.JobFailed, 1, codes.QueueSignatureInvalid)
 		if n := cc.decodes.Load(); n != 0 || tr.Attempts() != 0 {
 			t.Errorf("a forged sealed job reached the codec (%d decodes) or was sent", n)
 		}
@@ -188,34 +188,42 @@ func TestAESGCMCodec(t *testing.T) {
 	k := bytes.Repeat([]byte{7}, 32)
 	c, _ := mailqueue.NewAESGCMCodec(k)
 	plain := []byte(`{"to":["ada@example.com"]}`)
-	a, err := c.Encode(ctx, plain)
+	ad := []byte(`["mailer/enc","mail","mailer:mail","id-1"]`)
+	a, err := c.Encode(ctx, plain, ad)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := c.Encode(ctx, plain)
+	b, _ := c.Encode(ctx, plain, ad)
 	if a == b {
 		t.Error("two seals of one text are alike: the nonce is not drawn")
 	}
-	if got, err := c.Decode(ctx, a); err != nil || !bytes.Equal(got, plain) {
+	if got, err := c.Decode(ctx, a, ad); err != nil || !bytes.Equal(got, plain) {
 		t.Errorf("Decode: %q, %v", got, err)
 	}
-	// The layout of the spec's Node example: base64(iv ‖ tag ‖ ciphertext).
+	// The associated data binds: another id, queue or none does not open.
+	for _, other := range [][]byte{[]byte(`["mailer/enc","mail","mailer:mail","id-2"]`), []byte(`["mailer/enc","mail","mailer:other","id-1"]`), nil} {
+		if _, err := c.Decode(ctx, a, other); err == nil || !retryableErr(err) {
+			t.Errorf("Decode under the associated data %s: %v, want a retryable error", other, err)
+		}
+	}
+	// The layout of the spec's Node example: base64(iv ‖ tag ‖ ciphertext),
+	// with the associated data as GCM's (setAAD).
 	block, _ := aes.NewCipher(k)
 	gcm, _ := cipher.NewGCM(block)
 	iv := bytes.Repeat([]byte{9}, 12)
-	out := gcm.Seal(nil, iv, plain, nil)
+	out := gcm.Seal(nil, iv, plain, ad)
 	node := base64.StdEncoding.EncodeToString(slices.Concat(iv, out[len(plain):], out[:len(plain)]))
-	if got, err := c.Decode(ctx, node); err != nil || !bytes.Equal(got, plain) {
+	if got, err := c.Decode(ctx, node, ad); err != nil || !bytes.Equal(got, plain) {
 		t.Errorf("a text sealed as the Node example does: %q, %v", got, err)
 	}
 	raw, _ := base64.StdEncoding.DecodeString(a)
 	raw[len(raw)-1] ^= 1
-	_, err = c.Decode(ctx, base64.StdEncoding.EncodeToString(raw))
+	_, err = c.Decode(ctx, base64.StdEncoding.EncodeToString(raw), ad)
 	if err == nil || !retryableErr(err) {
 		t.Errorf("a text that does not authenticate: %v, want a retryable error", err)
 	}
 	for _, bad := range []string{"%%%", base64.StdEncoding.EncodeToString(make([]byte, 27))} {
-		if _, err := c.Decode(ctx, bad); err == nil || retryableErr(err) {
+		if _, err := c.Decode(ctx, bad, ad); err == nil || retryableErr(err) {
 			t.Errorf("Decode(%q) = %v, want an error not retryable", bad, err)
 		}
 	}
@@ -239,7 +247,7 @@ type ctxCodec struct{ got []any }
 
 type ctxKey struct{}
 
-func (c *ctxCodec) Encode(ctx context.Context, plain []byte) (string, error) {
+func (c *ctxCodec) Encode(ctx context.Context, plain, _ []byte) (string, error) {
 	c.got = append(c.got, ctx.Value(ctxKey{}))
 	if err := ctx.Err(); err != nil {
 		return "", err
@@ -247,7 +255,7 @@ func (c *ctxCodec) Encode(ctx context.Context, plain []byte) (string, error) {
 	return base64.StdEncoding.EncodeToString(plain), nil
 }
 
-func (c *ctxCodec) Decode(_ context.Context, enc string) ([]byte, error) {
+func (c *ctxCodec) Decode(_ context.Context, enc string, _ []byte) ([]byte, error) {
 	return base64.StdEncoding.DecodeString(enc)
 }
 

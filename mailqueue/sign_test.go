@@ -50,7 +50,7 @@ func TestSignedJobIsSentWithKidAndMac(t *testing.T) {
 func TestSignatureInvalidFailsUnsent(t *testing.T) {
 	t.Parallel()
 	keys := []mailqueue.SigningKey{key("k1", 'a')}
-	signed := produce(t, mailqueue.Config{SigningKeys: keys}, contentJob())
+	signed, id := produceID(t, mailqueue.Config{SigningKeys: keys}, contentJob())
 	var env map[string]any
 	if err := jsonUnmarshal(signed, &env); err != nil {
 		t.Fatal(err)
@@ -73,9 +73,9 @@ func TestSignatureInvalidFailsUnsent(t *testing.T) {
 			q, mq, _ := newQueue(t, mailqueue.Config{SigningKeys: keys, Logger: slog.New(logs)})
 			tr := mmemory.New()
 			startWorker(t, q, mailqueue.WorkerConfig{Transport: tr})
-			writeRaw(t, mq, "crafted", data)
+			writeRaw(t, mq, id, data)
 			drain(t, mq)
-			wantJob(t, mq, "crafted", mailqueue.JobFailed, 1, codes.QueueSignatureInvalid)
+			wantJob(t, mq, id, mailqueue.JobFailed, 1, codes.QueueSignatureInvalid)
 			if tr.Attempts() != 0 {
 				t.Error("a job no key signed was sent")
 			}
@@ -89,9 +89,9 @@ func TestSignatureInvalidFailsUnsent(t *testing.T) {
 	for name, cfg := range map[string]mailqueue.Config{"with keys": {SigningKeys: keys}, "without keys": {}} {
 		q, mq, _ := newQueue(t, cfg)
 		startWorker(t, q, mailqueue.WorkerConfig{Transport: mmemory.New()})
-		writeRaw(t, mq, "signed", signed)
+		writeRaw(t, mq, id, signed)
 		drain(t, mq)
-		if got, _ := mq.Get(context.Background(), "signed"); got.State != mailqueue.JobAccepted {
+		if got, _ := mq.Get(context.Background(), id); got.State != mailqueue.JobAccepted {
 			t.Errorf("%s: the signed job is %s (%s)", name, got.State, got.Code)
 		}
 	}

@@ -55,27 +55,28 @@ func checkSigningKeys(keys []SigningKey) error {
 }
 
 // signJob sets kid and mac on a stored job with the first key, after
-// dropping any kid and mac it holds: the queue owns them. It does nothing
-// more without keys.
-func signJob(keys []SigningKey, job map[string]any) error {
+// dropping any kid and mac it holds: the queue owns them. The mac binds the
+// job to where it is stored (docs/wire.md, "The mac"). It does nothing more
+// without keys.
+func signJob(keys []SigningKey, at sign.Binding, job map[string]any) error {
 	delete(job, "kid")
 	delete(job, "mac")
 	if len(keys) == 0 {
 		return nil
 	}
-	return sign.Sign(keys[0].ID, keys[0].Secret, job)
+	return sign.Sign(keys[0].ID, keys[0].Secret, at, job)
 }
 
 // verifyJob reports whether the key of keys the job's kid names made the
-// job's mac.
-func verifyJob(keys []SigningKey, job map[string]any) bool {
+// job's mac for the binding.
+func verifyJob(keys []SigningKey, at sign.Binding, job map[string]any) bool {
 	kid, _ := job["kid"].(string)
 	if kid == "" {
 		return false
 	}
 	for _, k := range keys {
 		if k.ID == kid {
-			return sign.Verify(k.Secret, job)
+			return sign.Verify(k.Secret, at, job)
 		}
 	}
 	return false

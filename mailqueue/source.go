@@ -119,14 +119,20 @@ type Lease struct {
 	// Attempt is the number of this attempt, from 1: the attempts spent
 	// before it, plus one.
 	Attempt int
-	// MaxAttempts is the attempts in all.
+	// MaxAttempts is the attempts in all, as the store records them; 0
+	// when the store does not tell. The worker decides on the job's own
+	// maxAttempts and refuses a lease whose non-zero value differs
+	// (queue.job_tampered), as it does for Priority and TenantID.
 	MaxAttempts int
 	// Redeliveries counts the runs of the job that ended unsettled (their
 	// lease ran out), this one excluded.
 	Redeliveries int
-	// Priority is the job's priority.
+	// Priority is the job's priority, as the store records it; the zero
+	// value when the store does not tell.
 	Priority jobv1.Priority
-	// TenantID is the job's tenant; empty for none.
+	// TenantID is the job's tenant, as the store records it; empty for
+	// none. A source always tells it: the worker refuses a lease whose
+	// tenant is not the job's.
 	TenantID string
 	// EnqueuedAt is when the job was enqueued, as the producer told it.
 	EnqueuedAt time.Time

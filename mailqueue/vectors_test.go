@@ -46,19 +46,21 @@ type vectorsFile struct {
 		Name, Namespace, Tenant, Key, IDSecret, From           string
 		JobIDInput, JobIDSeed, JobID, MessageIDSeed, MessageID string
 		ContentIDs                                             []string
+		Queue, CodecAD                                         string
 	}
 	Signed []struct {
-		Name                                                   string
-		Key                                                    *vectorKey
-		Codec                                                  string
-		Job                                                    json.RawMessage
-		HashInput, Hash, SealedJSON, MACInput, MAC, StoredJSON string
+		Name                                                            string
+		Key                                                             *vectorKey
+		Codec                                                           string
+		Namespace, Queue, ID                                            string
+		Job                                                             json.RawMessage
+		HashInput, Hash, SealedJSON, CodecAD, MACInput, MAC, StoredJSON string
 	}
 	Stored []struct {
-		Name, Data string
-		Keys       []vectorKey
-		Codec      string
-		Want       vectorOutcome
+		Name, Data, ID, Namespace, Queue string
+		Keys                             []vectorKey
+		Codec, CodecKey                  string
+		Want                             vectorOutcome
 	}
 }
 
@@ -99,15 +101,21 @@ func readVectors(t testing.TB) *vectorsFile {
 }
 
 // base64Codec is the vectors' stand-in codec: enc is the standard base64
-// of the sealed JSON.
-type base64Codec struct{ decodes int }
+// of the sealed JSON. It binds no associated data, and keeps the last it
+// was given.
+type base64Codec struct {
+	decodes int
+	ad      []byte
+}
 
-func (c *base64Codec) Encode(_ context.Context, plain []byte) (string, error) {
+func (c *base64Codec) Encode(_ context.Context, plain, ad []byte) (string, error) {
+	c.ad = ad
 	return base64.StdEncoding.EncodeToString(plain), nil
 }
 
-func (c *base64Codec) Decode(_ context.Context, enc string) ([]byte, error) {
+func (c *base64Codec) Decode(_ context.Context, enc string, ad []byte) ([]byte, error) {
 	c.decodes++
+	c.ad = ad
 	b, err := base64.StdEncoding.Strict().DecodeString(enc)
 	if err != nil {
 		return nil, PermanentError(errors.New("not base64"))
@@ -153,7 +161,7 @@ func TestVectorsSchema(t *testing.T) {
 			if e := validationError(err); string(e.Code) != v.Code {
 				t.Errorf("producer's code %s, want %s", e.Code, v.Code)
 			}
-			_, o := openJob(context.Background(), v.Job, nil, nil)
+			_, o := openJob(context.Background(), v.Job, openParams{At: sign.Binding{Namespace: DefaultNamespace, ID: "an-id"}})
 			if diff := cmp.Diff(v.Worker, outcomeOf(o)); diff != "" {
 				t.Errorf("the worker (-want +got):\n%s", diff)
 			}
@@ -170,20 +178,32 @@ func TestVectorsIDs(t *testing.T) {
 			q := &Queue{cfg: Config{Namespace: v.Namespace, IDSecret: secret, DeriveID: DeriveUUID}}
 			seed := q.jobIDSeed(v.Tenant, v.Key)
 			id := DeriveUUID(IDKindJob, seed)
-			got := []string{string(input), seed, id, seedOf(nil, "mailer/"+IDKindMessage, id), q.messageID(id, v.From), q.contentID(id, v.From, 0), q.contentID(id, v.From, 1)}
-			want := []string{v.JobIDInput, v.JobIDSeed, v.JobID, v.MessageIDSeed, v.MessageID, v.ContentIDs[0], v.ContentIDs[1]}
+			q.name = v.Queue
+			ad, err := sign.AD(q.binding(id))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := []string{string(input), seed, id, seedOf(nil, "mailer/"+IDKindMessage, id), q.messageID(id, v.From), q.contentID(id, v.From, 0), q.contentID(id, v.From, 1), string(ad)}
+			want := []string{v.JobIDInput, v.JobIDSeed, v.JobID, v.MessageIDSeed, v.MessageID, v.ContentIDs[0], v.ContentIDs[1], v.CodecAD}
 			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("input, seed, id, message seed, Message-ID, Content-IDs (-want +got):\n%s", diff)
+				t.Errorf("input, seed, id, message seed, Message-ID, Content-IDs, codec AD (-want +got):\n%s", diff)
+			}
+			// A worker derives the same id.
+			p := openParams{At: sign.Binding{Namespace: v.Namespace, Queue: v.Queue, ID: id}, IDSecret: secret}
+			if got := p.jobID(v.Tenant, v.Key); got != v.JobID {
+				t.Errorf("the worker derives %s, want %s", got, v.JobID)
 			}
 		})
 	}
 }
 
-// nopDriver lets prepare run in this package's tests.
-type nopDriver struct{}
+// nopDriver lets prepare run in this package's tests; it names its queue
+// (QueueNamer).
+type nopDriver struct{ name string }
 
 func (nopDriver) Enqueue(context.Context, []NewJob) ([]EnqueueResult, error) { return nil, nil }
 func (nopDriver) Work(Handler, WorkOptions) (Runner, error)                  { return nil, nil }
+func (d nopDriver) QueueName() string                                        { return d.name }
 
 func TestVectorsSigned(t *testing.T) {
 	f := readVectors(t)
@@ -216,7 +236,8 @@ func TestVectorsSigned(t *testing.T) {
 				t.Fatal(err)
 			}
 			fc := clock.NewFake(*src.EnqueuedAt)
-			q, err := New(Config{Driver: nopDriver{}, Clock: fc, SigningKeys: keys, Codec: vectorCodec(v.Codec)})
+			codec := vectorCodec(v.Codec)
+			q, err := New(Config{Driver: nopDriver{v.Queue}, Namespace: v.Namespace, Clock: fc, SigningKeys: keys, Codec: codec})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,30 +245,28 @@ func TestVectorsSigned(t *testing.T) {
 			if perr != nil {
 				t.Fatal(perr)
 			}
-			if string(nj.Data) != v.StoredJSON || res.Hash != v.Hash {
-				t.Errorf("prepare stored\n%s\nwant\n%s", nj.Data, v.StoredJSON)
+			if string(nj.Data) != v.StoredJSON || res.Hash != v.Hash || nj.ID != v.ID {
+				t.Errorf("prepare stored %s:\n%s\nwant %s:\n%s", nj.ID, nj.Data, v.ID, v.StoredJSON)
 			}
+			if c, ok := codec.(*base64Codec); ok && string(c.ad) != v.CodecAD {
+				t.Errorf("the codec was given the associated data %s, want %s", c.ad, v.CodecAD)
+			}
+			at := sign.Binding{Namespace: v.Namespace, Queue: v.Queue, ID: v.ID}
 			stored, err := strictjson.DecodeObject([]byte(v.StoredJSON))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if v.Key != nil {
-				mac, err := sign.MAC(keys[0].Secret, stored)
+				mac, err := sign.MAC(keys[0].Secret, at, stored)
 				if err != nil || mac != v.MAC {
 					t.Errorf("mac %s (%v), want %s", mac, err, v.MAC)
 				}
-				withoutMAC := map[string]any{}
-				for k, x := range stored {
-					if k != "mac" {
-						withoutMAC[k] = x
-					}
-				}
-				if in, _ := jcs.Marshal(withoutMAC); string(in) != v.MACInput {
-					t.Errorf("mac input\n%s\nwant\n%s", in, v.MACInput)
+				if in, err := sign.MACInput(at, stored); err != nil || string(in) != v.MACInput {
+					t.Errorf("mac input\n%s (%v)\nwant\n%s", in, err, v.MACInput)
 				}
 			}
 			// The worker opens it.
-			got, o := openJob(context.Background(), []byte(v.StoredJSON), keys, vectorCodec(v.Codec))
+			got, o := openJob(context.Background(), []byte(v.StoredJSON), openParams{At: at, Keys: keys, Codec: vectorCodec(v.Codec)})
 			if o != nil || got.Hash != v.Hash || got.MessageID != src.MessageID || got.Subject != src.Subject {
 				t.Errorf("openJob: %+v, %v", o, got)
 			}
@@ -260,11 +279,20 @@ func TestVectorsStored(t *testing.T) {
 	for _, v := range f.Stored {
 		t.Run(v.Name, func(t *testing.T) {
 			codec := vectorCodec(v.Codec)
-			_, o := openJob(context.Background(), []byte(v.Data), signingKeys(t, v.Keys), codec)
+			if v.Codec == "aes-256-gcm" {
+				key, _ := hex.DecodeString(v.CodecKey)
+				c, err := NewAESGCMCodec(key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				codec = c
+			}
+			at := sign.Binding{Namespace: v.Namespace, Queue: v.Queue, ID: v.ID}
+			_, o := openJob(context.Background(), []byte(v.Data), openParams{At: at, Keys: signingKeys(t, v.Keys), Codec: codec})
 			if diff := cmp.Diff(v.Want, outcomeOf(o)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
-			if o != nil && o.code == codes.QueueSignatureInvalid && codec != nil && codec.(*base64Codec).decodes > 0 {
+			if c, ok := codec.(*base64Codec); ok && o != nil && o.code == codes.QueueSignatureInvalid && c.decodes > 0 {
 				t.Error("a job that failed its mac reached the codec")
 			}
 		})

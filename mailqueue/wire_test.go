@@ -21,6 +21,15 @@ import (
 // own and returns what it stored: the bytes a producer writes.
 func produce(t *testing.T, cfg mailqueue.Config, job *jobv1.Job) []byte {
 	t.Helper()
+	data, _ := produceID(t, cfg, job)
+	return data
+}
+
+// produceID is produce, and it returns the job's id too: a signed or
+// sealed job opens only under its own id (its mac and the codec's
+// associated data bind it), in a memory queue named "mail".
+func produceID(t *testing.T, cfg mailqueue.Config, job *jobv1.Job) ([]byte, string) {
+	t.Helper()
 	q, mq, _ := newQueue(t, cfg)
 	r, err := q.Enqueue(context.Background(), job)
 	if err != nil {
@@ -30,7 +39,7 @@ func produce(t *testing.T, cfg mailqueue.Config, job *jobv1.Job) []byte {
 	if err != nil {
 		t.Fatalf("the produced job is not stored: %v", err)
 	}
-	return got
+	return got, r.ID
 }
 
 // writeRaw writes data straight into the memory queue's source, as whoever

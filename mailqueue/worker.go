@@ -325,6 +325,55 @@ type run struct {
 	detail *detail
 }
 
+// maxAttempts is the job's attempts in all: the verified job's (5 when it
+// sets none, as the schema says), never the store's record. A job not read
+// yet (a codec that failed) takes the queue's Config.MaxAttempts.
+func (r *run) maxAttempts(q *Queue) int {
+	switch {
+	case r.job == nil:
+		return q.cfg.MaxAttempts
+	case r.job.MaxAttempts == 0:
+		return DefaultMaxAttempts
+	}
+	return r.job.MaxAttempts
+}
+
+// tenant is the verified job's tenant, never the store's record: "" for a
+// job not read yet.
+func (r *run) tenant() string {
+	if r.job == nil {
+		return ""
+	}
+	return r.job.TenantID
+}
+
+// checkLease refuses, as queue.job_tampered, a lease whose metadata
+// disagrees with the verified job: the store's record of its attempts in
+// all, its tenant, or (when the lease tells them, non-zero) its priority
+// and attempts. Whoever can write to the store could change them beside a
+// signed job; the worker decides on the job's own (run.maxAttempts,
+// run.tenant), and refuses the job rather than send what the store holds
+// under another tenant or with other attempts.
+func (w *Worker) checkLease(ctx context.Context, r *run) (Outcome, bool) {
+	job, l := r.job, r.lease
+	priority := job.Priority
+	if priority == "" {
+		priority = jobv1.PriorityNormal
+	}
+	var field string
+	switch {
+	case l.MaxAttempts != 0 && l.MaxAttempts != r.maxAttempts(w.q):
+		field = "attempts"
+	case l.TenantID != job.TenantID:
+		field = "tenant"
+	case l.Priority != "" && l.Priority != priority:
+		field = "priority"
+	default:
+		return Outcome{}, true
+	}
+	return w.fail(ctx, r, codes.QueueJobTampered, codes.StateFailed, "the store's record of the job's "+field+" disagrees with the job"), false
+}
+
 // Handle runs one attempt of a leased job and returns its outcome. It is the
 // one handler every driver runs (docs/architecture.md, "The flow").
 func (w *Worker) Handle(ctx context.Context, lease *Lease) (out Outcome) {
@@ -363,6 +412,9 @@ func (w *Worker) handle(ctx context.Context, r *run) Outcome {
 			fmt.Sprintf("its runs ended unsettled %d times, more than %d", lease.Redeliveries, w.cfg.MaxRedeliveries))
 	}
 	if out, ok := w.open(ctx, r); !ok {
+		return out
+	}
+	if out, ok := w.checkLease(ctx, r); !ok {
 		return out
 	}
 	job := r.job
@@ -664,8 +716,8 @@ func reasonOf(rc mail.Receipt) string {
 // retry would come after its expiresAt.
 func (w *Worker) retry(ctx context.Context, r *run, code codes.Code, retryAfter time.Duration, reason string) Outcome {
 	reason = mail.Redact(reason)
-	if r.lease.Attempt >= r.lease.MaxAttempts {
-		return w.fail(ctx, r, codes.QueueAttemptsExhausted, codes.StateFailed, fmt.Sprintf("attempt %d of %d: %s: %s", r.lease.Attempt, r.lease.MaxAttempts, code, reason))
+	if maxAttempts := r.maxAttempts(w.q); r.lease.Attempt >= maxAttempts {
+		return w.fail(ctx, r, codes.QueueAttemptsExhausted, codes.StateFailed, fmt.Sprintf("attempt %d of %d: %s: %s", r.lease.Attempt, maxAttempts, code, reason))
 	}
 	delay := w.cfg.Backoff(r.lease.Attempt)
 	if retryAfter > 0 {
@@ -707,7 +759,7 @@ func (w *Worker) rateLimited(ctx context.Context, r *run, receipt mail.Receipt) 
 	}
 	out.Pause = &Pause{For: wait}
 	if w.cfg.RateLimitScope == RateLimitTenant {
-		out.Pause.Tenant, out.Pause.TenantID = true, r.lease.TenantID
+		out.Pause.Tenant, out.Pause.TenantID = true, r.tenant()
 	}
 	return out
 }
@@ -752,7 +804,7 @@ func (w *Worker) audit(ctx context.Context, r *run, s AuditState, code codes.Cod
 	if sink == nil {
 		return nil
 	}
-	e := AuditEvent{JobID: r.lease.ID, State: s, At: w.q.cfg.Clock.Now(), Attempt: r.lease.Attempt, Code: code, Reason: reason, TenantID: r.lease.TenantID}
+	e := AuditEvent{JobID: r.lease.ID, State: s, At: w.q.cfg.Clock.Now(), Attempt: r.lease.Attempt, Code: code, Reason: reason, TenantID: r.tenant()}
 	if r.job != nil {
 		e.CorrelationID = r.job.CorrelationID
 	}

@@ -9,6 +9,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -81,6 +83,10 @@ type invalidVector struct {
 	Worker outcomeVector `json:"worker"`
 }
 
+// idVector: the ids a job of the namespace, tenant and key derives (a
+// producer derives them all; a worker derives the job id again and refuses
+// a job stored under another), and the codec's associated data of the job
+// stored under that id in Queue.
 type idVector struct {
 	Name          string   `json:"name"`
 	Namespace     string   `json:"namespace"`
@@ -94,6 +100,8 @@ type idVector struct {
 	MessageIDSeed string   `json:"messageIdSeed"`
 	MessageID     string   `json:"messageId"`
 	ContentIDs    []string `json:"contentIds"`
+	Queue         string   `json:"queue"`
+	CodecAD       string   `json:"codecAd"`
 }
 
 type keyVector struct {
@@ -108,23 +116,73 @@ type signedVector struct {
 	// of the canonical JSON of the sealed fields (a stand-in for a real
 	// codec, so the vector is fixed).
 	Codec string `json:"codec"`
+	// Namespace, Queue and ID are where the job is stored: the mac and the
+	// codec's associated data bind them.
+	Namespace string `json:"namespace"`
+	Queue     string `json:"queue"`
+	ID        string `json:"id"`
 	// Job is the clear job as a producer has it before hash, kid and mac.
 	Job        map[string]any `json:"job"`
 	HashInput  string         `json:"hashInput"`
 	Hash       string         `json:"hash"`
 	SealedJSON string         `json:"sealedJson,omitempty"`
+	// CodecAD is the associated data the codec is given for a sealed job
+	// (the base64 stand-in ignores it; AES-GCM binds it).
+	CodecAD    string         `json:"codecAd,omitempty"`
 	MACInput   string         `json:"macInput,omitempty"`
 	MAC        string         `json:"mac,omitempty"`
 	Stored     map[string]any `json:"stored"`
 	StoredJSON string         `json:"storedJson"`
 }
 
+// storedVector: a worker of Namespace and Queue, with Keys and Codec (and
+// no IDSecret, DeriveUUID), reads Data leased under ID, and Want is what it
+// does. Codec is "", "base64" (the stand-in of the signed vectors) or
+// "aes-256-gcm" under CodecKey (hexadecimal): the spec's codec, the
+// associated data as GCM's.
 type storedVector struct {
-	Name  string        `json:"name"`
-	Data  string        `json:"data"`
-	Keys  []keyVector   `json:"keys"`
-	Codec string        `json:"codec"`
-	Want  outcomeVector `json:"want"`
+	Name      string        `json:"name"`
+	Data      string        `json:"data"`
+	ID        string        `json:"id"`
+	Namespace string        `json:"namespace"`
+	Queue     string        `json:"queue"`
+	Keys      []keyVector   `json:"keys"`
+	Codec     string        `json:"codec"`
+	CodecKey  string        `json:"codecKey,omitempty"`
+	Want      outcomeVector `json:"want"`
+}
+
+// vAESKey is the AES-256-GCM key of the stored vectors, and vNonce the
+// nonce their seal is pinned to (a codec draws one per job).
+const (
+	vAESKey = "0101010101010101010101010101010101010101010101010101010101010101"
+	vNonce  = "000102030405060708090a0b"
+)
+
+// vAESSealed returns the sealed-and-signed vector sealed with AES-256-GCM
+// instead of the stand-in: enc = base64(nonce ‖ tag ‖ ciphertext) of its
+// sealed JSON under the associated data, then signed again.
+func vAESSealed(v signedVector) (map[string]any, error) {
+	key, _ := hex.DecodeString(vAESKey)
+	nonce, _ := hex.DecodeString(vNonce)
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	gcm, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	out := gcm.Seal(nil, nonce, []byte(v.SealedJSON), []byte(v.CodecAD))
+	ct, tag := out[:len(v.SealedJSON)], out[len(v.SealedJSON):]
+	stored := maps.Clone(v.Stored)
+	stored["enc"] = base64.StdEncoding.EncodeToString(slices.Concat(nonce, tag, ct))
+	in, err := vMACInput(v.Namespace, v.Queue, v.ID, stored)
+	if err != nil {
+		return nil, err
+	}
+	stored["mac"] = vMACOf(*v.Key, in)
+	return stored, nil
 }
 
 // Vectors returns the text of gen/vectors/vectors.json.
@@ -160,7 +218,9 @@ func Vectors() ([]byte, error) {
 		return nil, err
 	}
 	f.Signed = signed
-	f.Stored = storedVectors(signed)
+	if f.Stored, err = storedVectors(signed, ids); err != nil {
+		return nil, err
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -318,11 +378,11 @@ func invalidJobs() []invalidVector {
 
 // idVectors derive ids as docs/wire.md says, with this file's own code.
 func idVectors() ([]idVector, error) {
-	ins := []struct{ name, ns, tenant, key, secret, from string }{
-		{"default namespace, no tenant", "mail", "", "invoice:1", "", "Shop <shop@example.com>"},
-		{"tenant, a key with Unicode", "mail", "acme", "reset-password:42 ✓", "", "Hirevel <no-reply@Example.COM>"},
-		{"idSecret", "mail", "acme", "reset-password:42 ✓", strings.Repeat("2a", 32), "Hirevel <no-reply@Example.COM>"},
-		{"another namespace, a sender without domain", "billing", "", "invoice:1", "", "not a mailbox"},
+	ins := []struct{ name, ns, tenant, key, secret, from, queue string }{
+		{"default namespace, no tenant", "mail", "", "invoice:1", "", "Shop <shop@example.com>", "mail"},
+		{"tenant, a key with Unicode", "mail", "acme", "reset-password:42 ✓", "", "Hirevel <no-reply@Example.COM>", vQueue},
+		{"idSecret", "mail", "acme", "reset-password:42 ✓", strings.Repeat("2a", 32), "Hirevel <no-reply@Example.COM>", vQueue},
+		{"another namespace, a sender without domain", "billing", "", "invoice:1", "", "not a mailbox", ""},
 	}
 	var out []idVector
 	for _, in := range ins {
@@ -354,6 +414,10 @@ func idVectors() ([]idVector, error) {
 		for i := range 2 {
 			cidInput, _ := vjcs([]any{"mailer/content-id", id, strconv.Itoa(i)})
 			v.ContentIDs = append(v.ContentIDs, vuuid(vsha256(cidInput))+"@"+domain)
+		}
+		v.Queue = in.queue
+		if v.CodecAD, err = vjcs([]any{"mailer/enc", in.ns, in.queue, id}); err != nil {
+			return nil, err
 		}
 		out = append(out, v)
 	}
@@ -396,6 +460,25 @@ var (
 
 var vKey = keyVector{ID: "2026-10", Secret: "6d61696c65722d746573742d6b65792d6f662d33322d62797465732d2d2d2d21"}
 
+// vQueue is the queue of the signed and stored vectors: the Redis driver's
+// default name.
+const vQueue = "mailer:mail"
+
+// vMACInput is the mac's input (docs/wire.md, "The mac"): the canonical
+// JSON of ["mailer/mac", namespace, queue, id, the stored object without
+// mac].
+func vMACInput(ns, queue, id string, stored map[string]any) (string, error) {
+	return vjcs([]any{"mailer/mac", ns, queue, id, without(stored, "mac")})
+}
+
+// vMACOf is the mac under a key of the vectors.
+func vMACOf(k keyVector, input string) string {
+	secret, _ := hex.DecodeString(k.Secret)
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(input))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
 func signedVectors(ids idVector) ([]signedVector, error) {
 	base := map[string]any{
 		"v": 1, "kind": "template", "template": "reset-password", "locale": "pt-BR",
@@ -428,7 +511,10 @@ func signedVectors(ids idVector) ([]signedVector, error) {
 		if err != nil {
 			return nil, err
 		}
-		v := signedVector{Name: c.name, Key: c.key, Codec: c.codec, Job: job, HashInput: hashInput, Hash: vsha256(hashInput)}
+		v := signedVector{
+			Name: c.name, Key: c.key, Codec: c.codec, Namespace: ids.Namespace, Queue: ids.Queue, ID: ids.JobID,
+			Job: job, HashInput: hashInput, Hash: vsha256(hashInput),
+		}
 		stored := maps.Clone(job)
 		stored["hash"] = v.Hash
 		if c.codec != "" {
@@ -447,17 +533,15 @@ func signedVectors(ids idVector) ([]signedVector, error) {
 			}
 			sealed["enc"] = base64.StdEncoding.EncodeToString([]byte(v.SealedJSON))
 			stored = sealed
+			v.CodecAD = ids.CodecAD
 		}
 		if c.key != nil {
 			stored["kid"] = c.key.ID
-			v.MACInput, err = vjcs(stored)
+			v.MACInput, err = vMACInput(v.Namespace, v.Queue, v.ID, stored)
 			if err != nil {
 				return nil, err
 			}
-			secret, _ := hex.DecodeString(c.key.Secret)
-			m := hmac.New(sha256.New, secret)
-			m.Write([]byte(v.MACInput))
-			v.MAC = base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+			v.MAC = vMACOf(*c.key, v.MACInput)
 			stored["mac"] = v.MAC
 		}
 		v.Stored = stored
@@ -477,13 +561,16 @@ func without(m map[string]any, names ...string) map[string]any {
 	return out
 }
 
-// storedVectors are stored jobs and what a worker does with them.
-func storedVectors(signed []signedVector) []storedVector {
+// storedVectors are stored jobs and what a worker does with them. Each is
+// leased under the signed vectors' id and read by a worker of their
+// namespace and queue unless it says otherwise.
+func storedVectors(signed []signedVector, ids []idVector) ([]storedVector, error) {
 	clearSigned, sealedSigned := signed[1], signed[2]
 	keys := []keyVector{vKey}
 	other := keyVector{ID: "2026-11", Secret: strings.Repeat("07", 32)}
 	open := outcomeVector{Action: "open"}
 	bad := outcomeVector{Action: "fail", Code: "queue.signature_invalid"}
+	tampered := outcomeVector{Action: "fail", Code: "queue.job_tampered"}
 	text := func(m map[string]any) string { s, _ := vjcs(m); return s }
 	// forge changes the message and recomputes the hash, as whoever can
 	// write to the store can.
@@ -495,40 +582,87 @@ func storedVectors(signed []signedVector) []storedVector {
 		job["kid"], job["mac"] = v.Stored["kid"], v.Stored["mac"]
 		return text(job)
 	}
+	// unbound is the signed job with the mac of before the mac bound where
+	// the job is stored: over the stored object alone.
+	unbound := func(v signedVector) string {
+		in, _ := vjcs(without(v.Stored, "mac"))
+		return text(edited(v.Stored, func(m map[string]any) { m["mac"] = vMACOf(vKey, in) }))
+	}
+	sealedUnsigned := text(without(sealedSigned.Stored, "kid", "mac"))
+	aesStored, err := vAESSealed(sealedSigned)
+	if err != nil {
+		return nil, err
+	}
+	aesSealed, aesUnsigned := text(aesStored), text(without(aesStored, "kid", "mac"))
+	aes := func(v storedVector) storedVector { v.Codec, v.CodecKey = "aes-256-gcm", vAESKey; return v }
+	at := func(id, ns, queue string, v storedVector) storedVector {
+		v.ID, v.Namespace, v.Queue = id, ns, queue
+		return v
+	}
+	copied := func(id string, v storedVector) storedVector {
+		return at(id, clearSigned.Namespace, clearSigned.Queue, v)
+	}
+	intoQueue := func(queue string, v storedVector) storedVector {
+		return at(clearSigned.ID, clearSigned.Namespace, queue, v)
+	}
+	intoNamespace := func(ns string, v storedVector) storedVector { return at(clearSigned.ID, ns, clearSigned.Queue, v) }
+	anotherID := ids[0].JobID
 	out := []storedVector{
-		{"clear, unsigned, no keys", signed[0].StoredJSON, nil, "", open},
-		{"clear, signed, its key", clearSigned.StoredJSON, keys, "", open},
-		{"clear, signed, the old key listed second", clearSigned.StoredJSON, []keyVector{other, vKey}, "", open},
-		{"clear, signed, read without keys", clearSigned.StoredJSON, nil, "", open},
-		{"clear, signed, its key dropped", clearSigned.StoredJSON, []keyVector{other}, "", bad},
-		{"clear, unsigned, keys", signed[0].StoredJSON, keys, "", bad},
-		{"clear, forged: hash recomputed, mac kept", forge(clearSigned), keys, "", bad},
-		{"clear, altered: expiresAt moved, hash still good", text(edited(clearSigned.Stored, func(m map[string]any) { m["expiresAt"] = "2027-01-01T00:00:00Z" })), keys, "", bad},
-		{"clear, another mac text of the same bytes", text(edited(clearSigned.Stored, func(m map[string]any) { m["mac"] = otherBase64Text(clearSigned.MAC) })), keys, "", bad},
-		{"clear, hash mismatch", text(edited(signed[0].Stored, func(m map[string]any) { m["subject"] = "Changed" })), nil, "", outcomeVector{"fail", "queue.hash_mismatch"}},
-		{"clear, no hash", text(without(signed[0].Stored, "hash")), nil, "", outcomeVector{"fail", "queue.hash_mismatch"}},
-		{"clear, a later version", text(edited(signed[0].Stored, func(m map[string]any) { m["v"] = 2 })), nil, "", outcomeVector{"release", "queue.unsupported_version"}},
-		{"clear, a field version 1 does not know", text(edited(signed[0].Stored, func(m map[string]any) { m["extra"] = true })), nil, "", outcomeVector{"release", "queue.unsupported_version"}},
-		{"clear, no version", text(without(signed[0].Stored, "v")), nil, "", outcomeVector{"fail", "queue.invalid_job"}},
-		{"not an object", `["v", 1]`, nil, "", outcomeVector{"fail", "queue.invalid_job"}},
-		{"not JSON", `{"v":1,`, nil, "", outcomeVector{"fail", "queue.invalid_job"}},
-		{"a name twice", strings.Replace(signed[0].StoredJSON, `{"attachments"`, `{"to":["eve@example.net"],"attachments"`, 1), nil, "", outcomeVector{"fail", "queue.invalid_job"}},
-		{"sealed, signed, its key and codec", sealedSigned.StoredJSON, keys, "base64", open},
-		{"sealed, signed, no codec", sealedSigned.StoredJSON, keys, "", outcomeVector{"release", "queue.codec_missing"}},
-		{"sealed, forged enc: failed before the codec", text(edited(sealedSigned.Stored, func(m map[string]any) {
+		{Name: "clear, unsigned, no keys", Data: signed[0].StoredJSON, Want: open},
+		{Name: "clear, signed, its key", Data: clearSigned.StoredJSON, Keys: keys, Want: open},
+		{Name: "clear, signed, the old key listed second", Data: clearSigned.StoredJSON, Keys: []keyVector{other, vKey}, Want: open},
+		{Name: "clear, signed, read without keys", Data: clearSigned.StoredJSON, Want: open},
+		{Name: "clear, signed, its key dropped", Data: clearSigned.StoredJSON, Keys: []keyVector{other}, Want: bad},
+		{Name: "clear, unsigned, keys", Data: signed[0].StoredJSON, Keys: keys, Want: bad},
+		{Name: "clear, forged: hash recomputed, mac kept", Data: forge(clearSigned), Keys: keys, Want: bad},
+		{Name: "clear, altered: expiresAt moved, hash still good", Data: text(edited(clearSigned.Stored, func(m map[string]any) { m["expiresAt"] = "2027-01-01T00:00:00Z" })), Keys: keys, Want: bad},
+		{Name: "clear, another mac text of the same bytes", Data: text(edited(clearSigned.Stored, func(m map[string]any) { m["mac"] = otherBase64Text(clearSigned.MAC) })), Keys: keys, Want: bad},
+		{Name: "clear, signed with a mac that binds no place (the rule before)", Data: unbound(clearSigned), Keys: keys, Want: bad},
+		copied(anotherID, storedVector{Name: "clear, signed, copied under another id", Data: clearSigned.StoredJSON, Keys: keys, Want: tampered}),
+		copied(anotherID, storedVector{Name: "clear, unsigned, copied under another id, no keys", Data: signed[0].StoredJSON, Want: tampered}),
+		intoQueue("mailer:other", storedVector{Name: "clear, signed, copied into another queue, same id", Data: clearSigned.StoredJSON, Keys: keys, Want: bad}),
+		intoQueue("", storedVector{Name: "clear, signed, read by a queue with no name", Data: clearSigned.StoredJSON, Keys: keys, Want: bad}),
+		intoNamespace("billing", storedVector{Name: "clear, signed, copied into another namespace, same id", Data: clearSigned.StoredJSON, Keys: keys, Want: bad}),
+		intoQueue("mailer:other", storedVector{Name: "clear, signed, another queue, read without keys: the id still binds", Data: clearSigned.StoredJSON, Want: open}),
+		intoNamespace("billing", storedVector{Name: "clear, unsigned, another namespace, no keys: its id does not derive there", Data: signed[0].StoredJSON, Want: tampered}),
+		{Name: "clear, hash mismatch", Data: text(edited(signed[0].Stored, func(m map[string]any) { m["subject"] = "Changed" })), Want: outcomeVector{"fail", "queue.hash_mismatch"}},
+		{Name: "clear, no hash", Data: text(without(signed[0].Stored, "hash")), Want: outcomeVector{"fail", "queue.hash_mismatch"}},
+		{Name: "clear, a later version", Data: text(edited(signed[0].Stored, func(m map[string]any) { m["v"] = 2 })), Want: outcomeVector{"release", "queue.unsupported_version"}},
+		{Name: "clear, a field version 1 does not know", Data: text(edited(signed[0].Stored, func(m map[string]any) { m["extra"] = true })), Want: outcomeVector{"release", "queue.unsupported_version"}},
+		{Name: "clear, no version", Data: text(without(signed[0].Stored, "v")), Want: outcomeVector{"fail", "queue.invalid_job"}},
+		{Name: "not an object", Data: `["v", 1]`, Want: outcomeVector{"fail", "queue.invalid_job"}},
+		{Name: "not JSON", Data: `{"v":1,`, Want: outcomeVector{"fail", "queue.invalid_job"}},
+		{Name: "a name twice", Data: strings.Replace(signed[0].StoredJSON, `{"attachments"`, `{"to":["eve@example.net"],"attachments"`, 1), Want: outcomeVector{"fail", "queue.invalid_job"}},
+		{Name: "sealed, signed, its key and codec", Data: sealedSigned.StoredJSON, Keys: keys, Codec: "base64", Want: open},
+		{Name: "sealed, signed, no codec", Data: sealedSigned.StoredJSON, Keys: keys, Want: outcomeVector{"release", "queue.codec_missing"}},
+		copied(anotherID, storedVector{Name: "sealed, signed, copied under another id: its tenant and key are sealed, so the mac tells", Data: sealedSigned.StoredJSON, Keys: keys, Codec: "base64", Want: bad}),
+		intoQueue("mailer:other", storedVector{Name: "sealed, signed, copied into another queue, same id", Data: sealedSigned.StoredJSON, Keys: keys, Codec: "base64", Want: bad}),
+		copied(anotherID, storedVector{Name: "sealed, unsigned, copied under another id, a codec that binds no associated data", Data: sealedUnsigned, Codec: "base64", Want: tampered}),
+		aes(storedVector{Name: "sealed with AES-256-GCM, signed, its place", Data: aesSealed, Keys: keys, Want: open}),
+		aes(storedVector{Name: "sealed with AES-256-GCM, unsigned, its place", Data: aesUnsigned, Want: open}),
+		aes(copied(anotherID, storedVector{Name: "sealed with AES-256-GCM, unsigned, copied under another id: the associated data does not authenticate", Data: aesUnsigned, Want: outcomeVector{"retry", "queue.codec_failed"}})),
+		aes(intoQueue("mailer:other", storedVector{Name: "sealed with AES-256-GCM, unsigned, copied into another queue", Data: aesUnsigned, Want: outcomeVector{"retry", "queue.codec_failed"}})),
+		aes(intoNamespace("billing", storedVector{Name: "sealed with AES-256-GCM, unsigned, copied into another namespace", Data: aesUnsigned, Want: outcomeVector{"retry", "queue.codec_failed"}})),
+		aes(intoQueue("mailer:other", storedVector{Name: "sealed with AES-256-GCM, signed, copied into another queue: the mac tells first", Data: aesSealed, Keys: keys, Want: bad})),
+		{Name: "sealed, forged enc: failed before the codec", Data: text(edited(sealedSigned.Stored, func(m map[string]any) {
 			m["enc"] = base64.StdEncoding.EncodeToString([]byte(`{"kind":"content"}`))
-		})), keys, "base64", bad},
-		{"sealed, a field of the envelope in enc", text(edited(without(sealedSigned.Stored, "kid", "mac"), func(m map[string]any) {
+		})), Keys: keys, Codec: "base64", Want: bad},
+		{Name: "sealed, a field of the envelope in enc", Data: text(edited(without(sealedSigned.Stored, "kid", "mac"), func(m map[string]any) {
 			inner := strings.Replace(sealedSigned.SealedJSON, `{"attachments"`, `{"v":1,"attachments"`, 1)
 			m["enc"] = base64.StdEncoding.EncodeToString([]byte(inner))
-		})), nil, "base64", outcomeVector{"fail", "queue.invalid_job"}},
-		{"sealed, enc of another message", text(edited(without(sealedSigned.Stored, "kid", "mac"), func(m map[string]any) {
+		})), Codec: "base64", Want: outcomeVector{"fail", "queue.invalid_job"}},
+		{Name: "sealed, enc of another message", Data: text(edited(without(sealedSigned.Stored, "kid", "mac"), func(m map[string]any) {
 			inner := strings.Replace(sealedSigned.SealedJSON, "Ada <ada@example.com>", "eve@example.net", 1)
 			m["enc"] = base64.StdEncoding.EncodeToString([]byte(inner))
-		})), nil, "base64", outcomeVector{"fail", "queue.hash_mismatch"}},
-		{"sealed, enc not base64: the codec's error is not retryable", text(edited(without(sealedSigned.Stored, "kid", "mac"), func(m map[string]any) { m["enc"] = "%%%" })), nil, "base64", outcomeVector{"fail", "queue.codec_failed"}},
+		})), Codec: "base64", Want: outcomeVector{"fail", "queue.hash_mismatch"}},
+		{Name: "sealed, enc not base64: the codec's error is not retryable", Data: text(edited(without(sealedSigned.Stored, "kid", "mac"), func(m map[string]any) { m["enc"] = "%%%" })), Codec: "base64", Want: outcomeVector{"fail", "queue.codec_failed"}},
 	}
-	return out
+	for i := range out {
+		if out[i].ID == "" {
+			out[i] = at(clearSigned.ID, clearSigned.Namespace, clearSigned.Queue, out[i])
+		}
+	}
+	return out, nil
 }
 
 // otherBase64Text returns another unpadded base64url text of the same 32

@@ -2,8 +2,10 @@
 // The Node check of the wire vectors (docs/wire.md): validates
 // gen/vectors/vectors.json against schema/job.v1.json with ajv (draft
 // 2020-12) and recomputes the canonical JSON, hashes, ids, Message-IDs,
-// Content-IDs and macs with Node's crypto, written here apart from the Go
-// code. It opens the stored vectors as a worker does. Run: node check.js
+// Content-IDs, the codec's associated data and the macs (bound to the
+// namespace, the queue and the id) with Node's crypto, written here apart
+// from the Go code. It opens the stored vectors as a worker does, where
+// each is leased, and derives the job id as a worker does. Run: node check.js
 // (after npm ci). It exits 1 when any vector disagrees.
 
 const assert = require('node:assert/strict');
@@ -159,7 +161,12 @@ const omit = (o, names) => Object.fromEntries(Object.entries(o).filter(([k]) => 
 const sha256 = (s) => crypto.createHash('sha256').update(s, 'utf8').digest('hex');
 const hmac = (secret, s) => crypto.createHmac('sha256', secret).update(s, 'utf8').digest();
 const hashOf = (job) => sha256(jcs(omit(job, notHashed)));
-const macOf = (secretHex, stored) => hmac(Buffer.from(secretHex, 'hex'), jcs(omit(stored, ['mac']))).toString('base64url');
+// The mac binds where the job is stored (docs/wire.md, "The mac"): at is
+// { namespace, queue, id }.
+const macInput = (at, stored) => jcs(['mailer/mac', at.namespace, at.queue, at.id, omit(stored, ['mac'])]);
+const macOf = (secretHex, at, stored) => hmac(Buffer.from(secretHex, 'hex'), macInput(at, stored)).toString('base64url');
+const codecAd = (at) => jcs(['mailer/enc', at.namespace, at.queue, at.id]);
+const jobIdOf = (namespace, tenant, key) => uuid8(sha256(jcs(['mailer/job-id', namespace, tenant, key])));
 
 function uuid8(seedHex) {
   const b = Buffer.from(seedHex.slice(0, 32), 'hex');
@@ -178,7 +185,28 @@ function domainOf(from) {
 
 // ---- a worker's opening of a stored job (docs/wire.md) --------------------
 
-function open(text, keys, codec) {
+// unseal opens enc with the codec: 'base64' (the vectors' stand-in, which
+// binds no associated data) or 'aes-256-gcm' under codecKey (hexadecimal),
+// base64(nonce ‖ tag ‖ ciphertext) with the associated data as GCM's. It
+// returns the text, or the worker's outcome.
+function unseal(enc, codec, codecKey, at) {
+  if (!/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(enc)) return { outcome: { action: 'fail', code: 'queue.codec_failed' } };
+  const b = Buffer.from(enc, 'base64');
+  if (codec === 'base64') return { text: b.toString('utf8') };
+  if (b.length < 28) return { outcome: { action: 'fail', code: 'queue.codec_failed' } };
+  const d = crypto.createDecipheriv('aes-256-gcm', Buffer.from(codecKey, 'hex'), b.subarray(0, 12));
+  d.setAAD(Buffer.from(codecAd(at), 'utf8'));
+  d.setAuthTag(b.subarray(12, 28));
+  try {
+    return { text: Buffer.concat([d.update(b.subarray(28)), d.final()]).toString('utf8') };
+  } catch {
+    return { outcome: { action: 'retry', code: 'queue.codec_failed' } }; // it may be sealed under a key this worker lacks
+  }
+}
+
+// open reads a stored job as a worker of at.namespace and at.queue does,
+// leased under at.id, with no IDSecret.
+function open(text, keys, codec, at, codecKey) {
   let job;
   try {
     job = parseStrict(text);
@@ -189,18 +217,29 @@ function open(text, keys, codec) {
   if (Number.isInteger(job.v) && job.v > 1) return { action: 'release', code: 'queue.unsupported_version' };
   if (job.v !== 1) return { action: 'fail', code: 'queue.invalid_job' };
   if (keys.length > 0) {
-    const key = keys.find((k) => k.id === job.kid);
-    let ok = false;
-    if (key && typeof job.mac === 'string') {
+    const verified = (where) => {
+      const key = keys.find((k) => k.id === job.kid);
+      if (!key || typeof job.mac !== 'string') return false;
       try {
-        const want = Buffer.from(macOf(key.secret, job));
+        const want = Buffer.from(macOf(key.secret, where, job));
         const got = Buffer.from(job.mac);
-        ok = want.length === got.length && crypto.timingSafeEqual(want, got);
+        return want.length === got.length && crypto.timingSafeEqual(want, got);
       } catch {
-        ok = false;
+        return false;
       }
+    };
+    if (!verified(at)) {
+      // A clear job signed for the id its own tenant and key derive, stored
+      // under another: a copy.
+      const str = (name) => (!(name in job) ? '' : typeof job[name] === 'string' ? job[name] : null);
+      const tenant = str('tenantId');
+      const key = str('idempotencyKey');
+      if (!('enc' in job) && tenant !== null && key !== null) {
+        const id = jobIdOf(at.namespace, tenant, key);
+        if (id !== at.id && verified({ ...at, id })) return { action: 'fail', code: 'queue.job_tampered' };
+      }
+      return { action: 'fail', code: 'queue.signature_invalid' };
     }
-    if (!ok) return { action: 'fail', code: 'queue.signature_invalid' };
   }
   const checked = (obj) => {
     const errs = fieldErrors(obj);
@@ -212,11 +251,12 @@ function open(text, keys, codec) {
   if (refusal) return refusal;
   let whole = job;
   if ('enc' in job) {
-    if (codec !== 'base64') return { action: 'release', code: 'queue.codec_missing' };
-    if (!/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(job.enc)) return { action: 'fail', code: 'queue.codec_failed' };
+    if (codec !== 'base64' && codec !== 'aes-256-gcm') return { action: 'release', code: 'queue.codec_missing' };
+    const opened = unseal(job.enc, codec, codecKey, at);
+    if (opened.outcome) return opened.outcome;
     let inner;
     try {
-      inner = parseStrict(Buffer.from(job.enc, 'base64').toString('utf8'));
+      inner = parseStrict(opened.text);
     } catch {
       return { action: 'fail', code: 'queue.invalid_job' };
     }
@@ -227,6 +267,8 @@ function open(text, keys, codec) {
     if (refusal) return refusal;
   }
   if (typeof job.hash !== 'string' || hashOf(whole) !== job.hash) return { action: 'fail', code: 'queue.hash_mismatch' };
+  // The worker derives the job's id and refuses one stored under another.
+  if (jobIdOf(at.namespace, whole.tenantId ?? '', whole.idempotencyKey ?? '') !== at.id) return { action: 'fail', code: 'queue.job_tampered' };
   return { action: 'open' };
 }
 
@@ -261,7 +303,7 @@ for (const v of vectors.invalid) {
   check(`invalid: ${v.name}`, () => {
     assert.deepEqual(fieldErrors(v.job), v.errors.map((e) => [e.pointer, e.rule]));
     assert.equal(v.code, 'queue.invalid_job');
-    assert.deepEqual(open(JSON.stringify(v.job), [], ''), dropEmptyCode(v.worker));
+    assert.deepEqual(open(JSON.stringify(v.job), [], '', { namespace: 'mail', queue: '', id: 'an-id' }), dropEmptyCode(v.worker));
   });
 }
 for (const v of vectors.ids) {
@@ -277,32 +319,36 @@ for (const v of vectors.ids) {
     const domain = domainOf(v.from);
     assert.equal(`<${uuid8(msgSeed)}@${domain}>`, v.messageId);
     assert.deepEqual([0, 1].map((i) => `${uuid8(sha256(jcs(['mailer/content-id', id, String(i)])))}@${domain}`), v.contentIds);
+    assert.equal(codecAd({ namespace: v.namespace, queue: v.queue, id }), v.codecAd);
   });
 }
 for (const v of vectors.signed) {
   check(`signed: ${v.name}`, () => {
     assert.equal(jcs(omit(v.job, notHashed)), v.hashInput);
     assert.equal(hashOf(v.job), v.hash);
+    const at = { namespace: v.namespace, queue: v.queue, id: v.id };
+    assert.equal(jobIdOf(v.namespace, v.job.tenantId ?? '', v.job.idempotencyKey ?? ''), v.id);
     let stored = { ...v.job, hash: v.hash };
     if (v.codec === 'base64') {
+      assert.equal(codecAd(at), v.codecAd);
       const sealedJson = jcs(omit(stored, envelope));
       assert.equal(sealedJson, v.sealedJson);
       stored = { ...Object.fromEntries(Object.entries(stored).filter(([k]) => envelope.includes(k))), enc: Buffer.from(sealedJson, 'utf8').toString('base64') };
     }
     if (v.key) {
       stored.kid = v.key.id;
-      assert.equal(jcs(stored), v.macInput);
-      stored.mac = macOf(v.key.secret, stored);
+      assert.equal(macInput(at, stored), v.macInput);
+      stored.mac = macOf(v.key.secret, at, stored);
       assert.equal(stored.mac, v.mac);
     }
     assert.deepEqual(stored, v.stored);
     assert.equal(jcs(stored), v.storedJson);
     assert.deepEqual(fieldErrors(stored), []);
-    assert.deepEqual(open(v.storedJson, v.key ? [v.key] : [], v.codec), { action: 'open' });
+    assert.deepEqual(open(v.storedJson, v.key ? [v.key] : [], v.codec, at), { action: 'open' });
   });
 }
 for (const v of vectors.stored) {
-  check(`stored: ${v.name}`, () => assert.deepEqual(open(v.data, v.keys || [], v.codec), dropEmptyCode(v.want)));
+  check(`stored: ${v.name}`, () => assert.deepEqual(open(v.data, v.keys || [], v.codec, { namespace: v.namespace, queue: v.queue, id: v.id }, v.codecKey), dropEmptyCode(v.want)));
 }
 
 function dropEmptyCode(o) {

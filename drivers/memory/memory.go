@@ -40,12 +40,19 @@ import (
 const (
 	DefaultMaxJobs        = 100_000
 	DefaultRetainFinished = 10_000
+	// DefaultQueue is the name of a memory queue that sets none.
+	DefaultQueue = "mail"
 )
 
 // Options configure the memory queue. A zero field takes the default; New
 // and NewSource refuse a negative number or duration and a policy that is
 // not one of its constants.
 type Options struct {
+	// Queue names the queue ("mail"): the Source and the Queue answer it as
+	// mailqueue.QueueNamer, and the mac and the codec's associated data of
+	// its jobs bind it, so a job copied from a queue of another name is
+	// refused. It must be valid UTF-8.
+	Queue string
 	// Clock is the time source; the wall clock when nil. Give a *clock.Fake
 	// to drive backoffs, leases and retention in tests.
 	Clock clock.Clock
@@ -197,6 +204,9 @@ func NewSource(opts Options) (*Source, error) {
 // defaults. The polling driver's (PollInterval, CloseTimeout) are left to
 // polling.New, which takes the same zero values.
 func (o Options) withDefaults() Options {
+	if o.Queue == "" {
+		o.Queue = DefaultQueue
+	}
 	if o.Clock == nil {
 		o.Clock = clock.Real()
 	}
@@ -229,6 +239,7 @@ func (o Options) withDefaults() Options {
 func (o Options) validate() error {
 	const pkg = "memory"
 	for _, err := range []error{
+		mailqueue.CheckQueueName(pkg, "Options.Queue", o.Queue),
 		mailqueue.CheckNotNegative(pkg, "Options.PollInterval", o.PollInterval),
 		mailqueue.CheckNotNegative(pkg, "Options.LeaseDuration", o.LeaseDuration),
 		mailqueue.CheckNotNegative(pkg, "Options.CloseTimeout", o.CloseTimeout),
@@ -255,6 +266,10 @@ func priorityIndex(p jobv1.Priority) int {
 	}
 	return 1
 }
+
+// QueueName returns the queue's name, Options.Queue ("mail"); see
+// mailqueue.QueueNamer.
+func (s *Source) QueueName() string { return s.opts.Queue }
 
 // Enqueue stores jobs; see mailqueue.Source.
 func (s *Source) Enqueue(ctx context.Context, jobs []mailqueue.NewJob) ([]mailqueue.EnqueueResult, error) {

@@ -27,6 +27,7 @@ func TestOptionsRefused(t *testing.T) {
 		{memory.Options{LeaseDuration: -time.Second}, "memory: Options.LeaseDuration -1s is negative"},
 		{memory.Options{PollInterval: -time.Second}, "memory: Options.PollInterval -1s is negative"},
 		{memory.Options{CloseTimeout: -time.Second}, "memory: Options.CloseTimeout -1s is negative"},
+		{memory.Options{Queue: "q\xff"}, `memory: Options.Queue "q\xff" is not valid UTF-8`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.want, func(t *testing.T) {
@@ -42,6 +43,23 @@ func TestOptionsRefused(t *testing.T) {
 	for _, opts := range []memory.Options{{}, {Fairness: mailqueue.FairnessTenant, RetainData: mailqueue.RetainNoData, MaxJobs: 1}} {
 		if _, err := memory.New(opts); err != nil {
 			t.Errorf("New(%+v): %v", opts, err)
+		}
+	}
+}
+
+// TestQueueName: the source and the queue (through the polling driver)
+// answer Options.Queue, "mail" by default, as mailqueue.QueueNamer.
+func TestQueueName(t *testing.T) {
+	t.Parallel()
+	for opt, want := range map[string]string{"": memory.DefaultQueue, "billing": "billing"} {
+		q, err := memory.New(memory.Options{Queue: opt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d mailqueue.Driver = q
+		n, ok := d.(mailqueue.QueueNamer)
+		if !ok || n.QueueName() != want || q.Source().QueueName() != want {
+			t.Errorf("Options.Queue %q: the queue's name is %v, want %q", opt, n, want)
 		}
 	}
 }

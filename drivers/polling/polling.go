@@ -185,6 +185,15 @@ func (o Options) validate() error {
 // Source returns the source the driver runs.
 func (d *Driver) Source() mailqueue.Source { return d.src }
 
+// QueueName returns the name of the source's queue when the source is a
+// mailqueue.QueueNamer, and "" when it is not; see mailqueue.QueueNamer.
+func (d *Driver) QueueName() string {
+	if n, ok := d.src.(mailqueue.QueueNamer); ok {
+		return n.QueueName()
+	}
+	return ""
+}
+
 // Enqueue stores jobs in the source and wakes the idle runners of this
 // driver.
 func (d *Driver) Enqueue(ctx context.Context, jobs []mailqueue.NewJob) ([]mailqueue.EnqueueResult, error) {

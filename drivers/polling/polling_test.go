@@ -654,3 +654,26 @@ func TestReserveBacksOff(t *testing.T) {
 	f.fc.Advance(time.Second)
 	waitFor(t, func() bool { j, _ := f.src.Get(context.Background(), "j1"); return j.State == mailqueue.JobAccepted })
 }
+
+// unnamed hides the name of a memory source: a Source that is no
+// mailqueue.QueueNamer.
+type unnamed struct{ mailqueue.Source }
+
+// TestQueueNameIsTheSources: the driver forwards its source's name, and
+// has "" over a source that tells none.
+func TestQueueNameIsTheSources(t *testing.T) {
+	t.Parallel()
+	src, err := memory.NewSource(memory.Options{Queue: "billing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for want, s := range map[string]mailqueue.Source{"billing": src, "": unnamed{src}} {
+		d, err := polling.New(s, polling.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.QueueName(); got != want {
+			t.Errorf("QueueName %q, want %q", got, want)
+		}
+	}
+}

@@ -25,6 +25,7 @@ func TestOptionsRefused(t *testing.T) {
 		{Options{}, "redis: Options.Client is required"},
 		{Options{Client: c, Prefix: "a{b"}, `redis: Options.Prefix "a{b" holds { or }: the driver makes the queue's hash tag of it`},
 		{Options{Client: c, Queue: "q}"}, `redis: Options.Queue "q}" holds { or }: the driver makes the queue's hash tag of it`},
+		{Options{Client: c, Queue: "q\xff"}, `redis: Options.Queue "q\xff" is not valid UTF-8`},
 		{Options{Client: c, Fairness: "tenants"}, `redis: Options.Fairness "tenants" is not one of none, tenant`},
 		{Options{Client: c, RetainData: "some"}, `redis: Options.RetainData "some" is not one of failed, all, none`},
 		{Options{Client: c, DedupeWindow: -time.Hour}, "redis: Options.DedupeWindow -1h0m0s is negative"},

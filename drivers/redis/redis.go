@@ -118,7 +118,10 @@ type Options struct {
 	// close it.
 	Client goredis.UniversalClient
 	// Prefix and Queue name the queue: its keys share the hash tag
-	// {Prefix:Queue} ("mailer", "mail"). Neither may hold "{" or "}".
+	// {Prefix:Queue} ("mailer", "mail"), and its name is Prefix + ":" +
+	// Queue (mailqueue.QueueNamer), which the mac and the codec's
+	// associated data of its jobs bind. Neither may hold "{" or "}", and
+	// both are valid UTF-8.
 	Prefix, Queue string
 	// Fairness is FairnessNone (the default) or FairnessTenant. It is a
 	// property of the queue in Redis: Open refuses a queue created with the
@@ -272,6 +275,7 @@ type Source struct {
 var (
 	_ mailqueue.Source       = (*Source)(nil)
 	_ mailqueue.Pauser       = (*Source)(nil)
+	_ mailqueue.QueueNamer   = (*Source)(nil)
 	_ polling.Notifier       = (*Source)(nil)
 	_ polling.SettleReserver = (*Source)(nil)
 )
@@ -322,6 +326,10 @@ func OpenSource(ctx context.Context, opts Options) (*Source, error) {
 	return s, nil
 }
 
+// QueueName returns the queue's name, Prefix + ":" + Queue ("mailer:mail"
+// by default); see mailqueue.QueueNamer.
+func (s *Source) QueueName() string { return s.opts.Prefix + ":" + s.opts.Queue }
+
 // withDefaults returns a copy of the options whose zero fields take their
 // defaults. DedupeWindow, RetainFailed and RetainData stay zero: a zero
 // field takes the queue's (checkMeta). CloseTimeout is left to polling.New,
@@ -358,6 +366,9 @@ func (o Options) validate() error {
 	for name, v := range map[string]string{"Options.Prefix": o.Prefix, "Options.Queue": o.Queue} {
 		if strings.ContainsAny(v, "{}") {
 			return &mailqueue.OptionError{Package: pkg, Option: name, Value: v, Rule: "holds { or }: the driver makes the queue's hash tag of it"}
+		}
+		if err := mailqueue.CheckQueueName(pkg, name, v); err != nil {
+			return err
 		}
 	}
 	for _, err := range []error{

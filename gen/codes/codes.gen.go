@@ -47,6 +47,15 @@ const (
 	// Where: failure. State: failed. Level: error. Spec: queue.md, Signed jobs.
 	QueueSignatureInvalid Code = "queue.signature_invalid"
 
+	// QueueJobTampered is "queue.job_tampered": the job does not match where it is
+	// stored; its id (derived from its namespace, tenant and key), or the tenant,
+	// priority or attempts in the store's record, disagree with the verified job;
+	// unsent.
+	//
+	// Where: failure. State: failed. Level: error. Spec: mailer; a copy of a job
+	// under another id, or metadata changed beside it in the store.
+	QueueJobTampered Code = "queue.job_tampered"
+
 	// QueueCodecMissing is "queue.codec_missing": sealed, and the worker has no
 	// codec; given back, then failed after a week.
 	//
@@ -541,6 +550,14 @@ var infos = []Info{
 		Spec:  "queue.md, Signed jobs",
 		State: StateFailed,
 		What:  "Not signed by a key of SigningKeys; unsent.",
+		Where: WhereFailure,
+	},
+	{
+		Code:  QueueJobTampered,
+		Level: slog.LevelError,
+		Spec:  "mailer; a copy of a job under another id, or metadata changed beside it in the store",
+		State: StateFailed,
+		What:  "The job does not match where it is stored; its id (derived from its namespace, tenant and key), or the tenant, priority or attempts in the store's record, disagree with the verified job; unsent.",
 		Where: WhereFailure,
 	},
 	{

@@ -30,6 +30,10 @@ var wants = []codetest.Want{
 		Level: slog.LevelError,
 	},
 	{
+		Code:  codes.QueueJobTampered,
+		Level: slog.LevelError,
+	},
+	{
 		Code:  codes.QueueCodecMissing,
 		Level: slog.LevelWarn,
 	},
