@@ -95,8 +95,16 @@ func containerContextCases() []contextCase {
 		{"a valid json.RawMessage", json.RawMessage(`{"a":[1]}`), nil},
 		{"an invalid json.RawMessage", json.RawMessage(`{"a":`), []string{"/context/v: is a json.RawMessage that is not valid JSON"}},
 		{"a json.Number", json.Number("1.5e3"), nil},
-		{"a json.Number not a number", json.Number("x"), []string{"/context/v: is a json.Number that is not a finite number"}},
-		{"a json.Number too large", json.Number("1e400"), []string{"/context/v: is a json.Number that is not a finite number"}},
+		{"a json.Number not a number", json.Number("x"), []string{"/context/v: is not a number"}},
+		{"a json.Number too large", json.Number("1e400"), []string{"/context/v: is a number beyond what a double can hold"}},
+		{"a json.Number beyond 2^53-1", json.Number("9007199254740993"), []string{"/context/v: is an integer beyond 2^53-1"}},
+		{"a json.Number of 2^53-1", json.Number("-9007199254740991"), nil},
+		{"a json.Number 1e16", json.Number("1e16"), []string{"/context/v: is an integer beyond 2^53-1"}},
+		{"a json.Number 1e21", json.Number("1e21"), nil},
+		{"a float64 beyond 2^53-1", float64(1 << 53), []string{"/context/v: is an integer beyond 2^53-1"}},
+		{"a float64 of -2^53+1", -float64(maxSafeInteger), nil},
+		{"a float32 beyond 2^53-1", float32(1e20), []string{"/context/v: is an integer beyond 2^53-1"}},
+		{"a float64 of 1e30", 1e30, nil},
 		{"a time", created, []string{"/context/v: is a time.Time, which has a JSON encoding of its own"}},
 		{"a *time.Time", &created, []string{"/context/v: is a *time.Time, which has a JSON encoding of its own"}},
 		{"a MarshalText", textOnly{"a"}, []string{"/context/v: is a mailqueue.textOnly, which has a JSON encoding of its own"}},
@@ -177,7 +185,7 @@ func TestDeepContextRoundTrips(t *testing.T) {
 	if perr != nil {
 		t.Fatal(perr)
 	}
-	got, o := openJob(t.Context(), nj.Data, nil, nil)
+	got, o := openJob(t.Context(), nj.Data, testReadLimit, nil, nil)
 	if o != nil {
 		t.Fatalf("openJob: %+v", o)
 	}

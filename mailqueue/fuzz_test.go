@@ -45,8 +45,8 @@ func FuzzOpen(f *testing.F) {
 			return nil
 		}
 		c1 := codec()
-		job, o := openJob(context.Background(), data, ks, c1)
-		_, o2 := openJob(context.Background(), data, ks, codec())
+		job, o := openJob(context.Background(), data, testReadLimit, ks, c1)
+		_, o2 := openJob(context.Background(), data, testReadLimit, ks, codec())
 		if outcomeOf(o) != outcomeOf(o2) {
 			t.Fatalf("two opens differ: %+v, %+v", o, o2)
 		}

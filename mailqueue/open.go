@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strconv"
 	"time"
 
@@ -26,13 +27,40 @@ func failed(code codes.Code, reason string) *opened {
 	return &opened{action: Fail, code: code, reason: reason}
 }
 
+// readLimit is the most bytes of a stored job, and of the opened part of a
+// sealed one, that a worker of a queue of this config reads: twice
+// MaxJobBytes (512 KiB by default). A producer of this kit refuses a job
+// whose stored bytes, sealed and signed, are over MaxJobBytes, so every job
+// it stored is read; the margin takes a producer in another language that
+// measures the clear job (a sealed job's stored form is about 4/3 of its
+// clear JSON, plus its envelope), and one whose MaxJobBytes is larger, up
+// to twice. A longer job is failed with queue.invalid_job before it is
+// parsed: a job of 64 MiB written into the store costs its length, no more.
+func (c Config) readLimit() int {
+	if c.MaxJobBytes > math.MaxInt/2 {
+		return math.MaxInt
+	}
+	return 2 * c.MaxJobBytes
+}
+
+// tooLong is the failure of a text over the worker's read limit.
+func tooLong(what string, n, limit int) *opened {
+	return failed(codes.QueueInvalidJob, what+" is "+strconv.Itoa(n)+" bytes, more than the "+strconv.Itoa(limit)+" a worker reads (twice MaxJobBytes): it was not read")
+}
+
 // openJob reads a stored job as a worker does, in this order
 // (docs/wire.md, "What a worker checks"): the JSON (an object, no duplicate
 // names), the version, the mac when keys are given, the schema (a field
 // version 1 does not know gives the job back), the codec for a sealed job,
 // the schema of what it opened, the hash. The job it returns decodes from
 // the canonical JSON of what was verified, never from the raw bytes again.
-func openJob(ctx context.Context, data []byte, keys []SigningKey, codec Codec) (*jobv1.Job, *opened) {
+//
+// Before anything, a job longer than maxBytes (readLimit) is failed
+// unread, as is the opened part of a sealed job longer than that.
+func openJob(ctx context.Context, data []byte, maxBytes int, keys []SigningKey, codec Codec) (*jobv1.Job, *opened) {
+	if len(data) > maxBytes {
+		return nil, tooLong("the stored job", len(data), maxBytes)
+	}
 	obj, err := strictjson.DecodeObject(data)
 	if err != nil {
 		return nil, failed(codes.QueueInvalidJob, "the stored job is not a JSON object: "+err.Error())
@@ -52,7 +80,7 @@ func openJob(ctx context.Context, data []byte, keys []SigningKey, codec Codec) (
 	whole := obj
 	if enc, sealed := obj["enc"].(string); sealed {
 		var o *opened
-		if whole, o = openSealed(ctx, obj, enc, codec); o != nil {
+		if whole, o = openSealed(ctx, obj, enc, maxBytes, codec); o != nil {
 			return nil, o
 		}
 	}
@@ -73,7 +101,7 @@ func openJob(ctx context.Context, data []byte, keys []SigningKey, codec Codec) (
 // openSealed opens the enc of a sealed job with the codec and returns the
 // whole job: the envelope's fields and those of the sealed part, which may
 // hold none of the envelope's, checked against the schema.
-func openSealed(ctx context.Context, obj map[string]any, enc string, codec Codec) (map[string]any, *opened) {
+func openSealed(ctx context.Context, obj map[string]any, enc string, maxBytes int, codec Codec) (map[string]any, *opened) {
 	if codec == nil {
 		return nil, &opened{action: Release, code: codes.QueueCodecMissing, reason: "sealed, and this worker has no codec"}
 	}
@@ -84,6 +112,9 @@ func openSealed(ctx context.Context, obj map[string]any, enc string, codec Codec
 			o.action = Fail
 		}
 		return nil, o
+	}
+	if len(sealedJSON) > maxBytes {
+		return nil, tooLong("the opened part of the sealed job", len(sealedJSON), maxBytes)
 	}
 	inner, err := strictjson.DecodeObject(sealedJSON)
 	if err != nil {
@@ -158,7 +189,7 @@ func expiresOf(obj map[string]any) *time.Time {
 // open reads the stored job as openJob does and turns a job it cannot give
 // into the worker's outcome. A forged job fails before a codec sees it.
 func (w *Worker) open(ctx context.Context, r *run) (Outcome, bool) {
-	job, o := openJob(ctx, r.lease.Data, w.q.cfg.SigningKeys, w.q.cfg.Codec)
+	job, o := openJob(ctx, r.lease.Data, w.q.cfg.readLimit(), w.q.cfg.SigningKeys, w.q.cfg.Codec)
 	if o == nil {
 		r.job = job
 		return Outcome{}, true

@@ -153,7 +153,7 @@ func TestVectorsSchema(t *testing.T) {
 			if e := validationError(err); string(e.Code) != v.Code {
 				t.Errorf("producer's code %s, want %s", e.Code, v.Code)
 			}
-			_, o := openJob(context.Background(), v.Job, nil, nil)
+			_, o := openJob(context.Background(), v.Job, testReadLimit, nil, nil)
 			if diff := cmp.Diff(v.Worker, outcomeOf(o)); diff != "" {
 				t.Errorf("the worker (-want +got):\n%s", diff)
 			}
@@ -247,7 +247,7 @@ func TestVectorsSigned(t *testing.T) {
 				}
 			}
 			// The worker opens it.
-			got, o := openJob(context.Background(), []byte(v.StoredJSON), keys, vectorCodec(v.Codec))
+			got, o := openJob(context.Background(), []byte(v.StoredJSON), testReadLimit, keys, vectorCodec(v.Codec))
 			if o != nil || got.Hash != v.Hash || got.MessageID != src.MessageID || got.Subject != src.Subject {
 				t.Errorf("openJob: %+v, %v", o, got)
 			}
@@ -260,7 +260,7 @@ func TestVectorsStored(t *testing.T) {
 	for _, v := range f.Stored {
 		t.Run(v.Name, func(t *testing.T) {
 			codec := vectorCodec(v.Codec)
-			_, o := openJob(context.Background(), []byte(v.Data), signingKeys(t, v.Keys), codec)
+			_, o := openJob(context.Background(), []byte(v.Data), testReadLimit, signingKeys(t, v.Keys), codec)
 			if diff := cmp.Diff(v.Want, outcomeOf(o)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
