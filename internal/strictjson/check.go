@@ -2,6 +2,8 @@ package strictjson
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"math"
 	"regexp"
 	"strconv"
@@ -58,20 +60,30 @@ func (e *Error) Error() string {
 // no object with two members of one name (section 2.3), no number whose
 // magnitude is above MaxSafeInteger or that a double cannot hold (section
 // 2.2), no value deeper than MaxDepth; white space only around the value.
-// It returns nil or an *Error for the first fault, in text order. It reads
-// data once and allocates little: nothing is decoded.
+// It returns nil or an *Error for the first fault, in text order, but a
+// syntax error first: text that is not JSON is told so (and nesting past
+// encoding/json's 10000 levels is not JSON to it). It reads data once and
+// allocates little: nothing is decoded.
 func Check(data []byte) error {
 	s := scanner{data: data}
 	s.path, s.names = s.buf[:0], s.nameBuf[:0]
 	s.ws()
-	if err := s.value(); err != nil {
-		return err
+	err := s.value()
+	if err == nil {
+		s.ws()
+		if s.pos < len(s.data) {
+			return s.syntax("has data after the JSON value")
+		}
+		return nil
 	}
-	s.ws()
-	if s.pos < len(s.data) {
-		return s.syntax("has data after the JSON value")
+	// Text that is not JSON is refused as such, even when a fault of
+	// JSON comes first in it: the scan stopped there, so encoding/json
+	// (whose scanner keeps no recursion) tells whether the rest is JSON.
+	var e *Error
+	if errors.As(err, &e) && !e.Syntax && !json.Valid(data) {
+		return &Error{Offset: e.Offset, Reason: "is not valid JSON", Syntax: true}
 	}
-	return nil
+	return err
 }
 
 // step is one level of the path to the value being read: a member name

@@ -56,7 +56,10 @@ func TestCheck(t *testing.T) {
 		{"65 levels below the context", `{"context":{"v":` + deep(64) + `}}`, "/context/v" + strings.Repeat("/0", 64), "context.v" + strings.Repeat("[0]", 64), "nests deeper than 66", false},
 		{"an empty array at the limit", `{"context":{"v":` + strings.Repeat("[", 64) + strings.Repeat("]", 64) + `}}`, "-", "", "", false},
 		{"an array past the limit", `{"context":{"v":` + strings.Repeat("[", 65) + strings.Repeat("]", 65) + `}}`, "/context/v" + strings.Repeat("/0", 64), "context.v" + strings.Repeat("[0]", 64), "nests deeper", false},
-		{"deep nesting", strings.Repeat("[", 100000) + strings.Repeat("]", 100000), "/0/0" + strings.Repeat("/0", 64), "[0][0]" + strings.Repeat("[0]", 64), "nests deeper", false},
+		{"deep nesting", strings.Repeat("[", 5000) + strings.Repeat("]", 5000), "/0/0" + strings.Repeat("/0", 64), "[0][0]" + strings.Repeat("[0]", 64), "nests deeper", false},
+		{"nesting encoding/json refuses", strings.Repeat("[", 100000) + strings.Repeat("]", 100000), "", "", "not valid JSON", true},
+		{"a name twice, then not JSON", `{"a":1,"a":2`, "", "", "not valid JSON", true},
+		{"invalid UTF-8, then not JSON", "[\"\xff\",]", "", "", "not valid JSON", true},
 
 		{"empty", ``, "", "", "ends before a value", true},
 		{"cut", `{"a":`, "", "", "ends before a value", true},
