@@ -230,7 +230,7 @@ func bigJobs() (stored64MiB, recipients2M []byte) {
 		if i > 0 {
 			recipients2M = append(recipients2M, ',')
 		}
-		recipients2M = append(recipients2M, `"x@y"`...)
+		recipients2M = append(recipients2M, `"x@@"`...) // not a mailbox
 	}
 	recipients2M = append(recipients2M, "]}"...)
 	return stored64MiB, recipients2M

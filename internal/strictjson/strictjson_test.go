@@ -199,3 +199,16 @@ func TestDecodeObject(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDecodeObject reads a stored job of about 1 KiB, canonical, as
+// the worker does.
+func BenchmarkDecodeObject(b *testing.B) {
+	data := []byte(`{"context":{"items":[{"n":1,"name":"a"},{"n":2,"name":"b"}],"user":{"createdAt":"2024-01-02T03:04:05Z","name":"Ada"}},"enqueuedAt":"2026-01-01T00:00:00.000Z","from":"Shop <shop@example.com>","hash":"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","headers":{"X-Campaign":"spring"},"idempotencyKey":"reset-password:42","kind":"template","locale":"pt-BR","maxAttempts":5,"messageId":"<0123456789abcdef@example.com>","priority":"normal","template":"reset-password","to":["ada@example.com","Bob <bob@example.org>"],"v":1}`)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := DecodeObject(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
