@@ -77,6 +77,8 @@ fuzz:
 	$(GO) test ./mailqueue -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZN)x -parallel 1
 	$(GO) test ./mailqueue -run '^$$' -fuzz '^FuzzOpenBound$$' -fuzztime $(FUZZN)x -parallel 1
 	$(GO) test ./internal/jcs -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZN)x
+	$(GO) test ./internal/strictjson -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZN)x
+	$(GO) test ./mailqueue -run '^$$' -fuzz '^FuzzEnqueueJSON$$' -fuzztime $(FUZZN)x -parallel 1
 
 ## bench: the benchmarks of the kit (see BENCHMARKS.md); bench-redis: the Redis driver against asynq
 bench:

@@ -3,7 +3,6 @@ package mailqueue
 import (
 	"encoding"
 	"encoding/json"
-	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -11,11 +10,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/internal/strictjson"
 )
 
 // maxContextDepth is how many levels of JSON a context may hold below
 // itself: deeper values would not decode in every JSON parser. It is the
-// depth to which jobv1.EncodeValue writes a context itself.
+// depth to which jobv1.EncodeValue writes a context itself, and the
+// worker's reading of the JSON takes as much (strictjson.MaxDepth: the
+// job's object and its context are two levels more).
 const maxContextDepth = 64
 
 // checkValues refuses what a job's Go values hold that its JSON would not
@@ -99,7 +101,7 @@ func checkStrings(v reflect.Value, ptr string) []FieldError {
 
 // maxSafeInteger is the largest integer a JSON number keeps exactly in every
 // language (2^53 - 1, ECMAScript's Number.MAX_SAFE_INTEGER).
-const maxSafeInteger = 1<<53 - 1
+const maxSafeInteger = strictjson.MaxSafeInteger
 
 var (
 	jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
@@ -112,7 +114,9 @@ var (
 // unchanged, as a worker in any language must render the context the
 // producer gave (spec: "What a job holds"): a value with a JSON
 // encoding of its own (time.Time, a type with MarshalJSON or MarshalText), a
-// NaN or an infinity, an integer beyond 2^53-1, a channel, a function, a
+// NaN or an infinity, an integer beyond 2^53-1 (an int, a json.Number or
+// an integral float below 1e21: the worker's reading of the JSON refuses
+// the same), a channel, a function, a
 // complex number, a map with keys that are not strings, or a cycle. It
 // returns one FieldError per bad value, with its path from "context".
 func checkContext(ctx map[string]any) []FieldError {
@@ -188,9 +192,11 @@ func (c *contextChecker) encodesItself(v reflect.Value, ptr string) bool {
 		}
 		return true
 	case t == numberType:
-		f, err := strconv.ParseFloat(v.String(), 64)
-		if err != nil || math.IsInf(f, 0) {
-			c.fail(ptr, "is a json.Number that is not a finite number")
+		// The rule the worker's reading of the JSON applies to a number
+		// (strictjson.NumberFault): a finite double, and an integer within
+		// 2^53-1.
+		if reason := strictjson.NumberFault(v.String()); reason != "" {
+			c.fail(ptr, reason)
 		}
 		return true
 	case t.Implements(jsonMarshalerType) || t.Implements(textMarshalerType) ||
@@ -295,7 +301,8 @@ func (c *contextChecker) walkStruct(v reflect.Value, ptr string) {
 }
 
 // checkScalar checks a value that holds no other: a string must be UTF-8,
-// an integer within 2^53-1 and a float finite; a channel, a function, a
+// an integer within 2^53-1 and a float finite and, when it is an integer
+// below 1e21, within 2^53-1 too; a channel, a function, a
 // complex number or an unsafe pointer is refused, as JSON cannot hold it.
 func (c *contextChecker) checkScalar(v reflect.Value, ptr string) {
 	const beyond = "is an integer beyond 2^53-1 (Number.MAX_SAFE_INTEGER), which JSON numbers do not keep exactly everywhere (pass a string)"
@@ -314,8 +321,10 @@ func (c *contextChecker) checkScalar(v reflect.Value, ptr string) {
 			c.fail(ptr, beyond)
 		}
 	case reflect.Float32, reflect.Float64:
-		if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
-			c.fail(ptr, "is NaN or an infinity, which JSON cannot hold")
+		// NaN, an infinity, or an integral float beyond 2^53-1 that
+		// canonical JSON writes as its digits (strictjson.FloatFault).
+		if reason := strictjson.FloatFault(v.Float()); reason != "" {
+			c.fail(ptr, reason)
 		}
 	default: // Chan, Func, Complex, UnsafePointer
 		c.fail(ptr, "is a "+v.Kind().String()+", which JSON cannot hold")

@@ -160,6 +160,7 @@ func validationError(err error) *Error {
 		fields[i] = FieldError{Path: f.Path, Pointer: f.Pointer, Rule: f.Rule, Reason: f.Message}
 	}
 	e := invalidJob(fields)
+	e.More += ve.More
 	e.Err = err
 	return e
 }

@@ -23,9 +23,12 @@ type Error struct {
 	// Reason says what is wrong, without the bad value itself (it may be an
 	// address or a token).
 	Reason string
-	// Fields lists every bad value when there are several; Path and Pointer
-	// are those of the first.
+	// Fields lists the bad values when there are several, the first
+	// MaxFieldErrors of them; Path and Pointer are those of the first.
 	Fields []FieldError
+	// More is how many bad values there were beyond those Fields lists: 0
+	// unless Fields holds MaxFieldErrors.
+	More int
 	// Index is, for EnqueueMany, the index of the refused job in the call;
 	// -1 otherwise.
 	Index int
@@ -65,7 +68,7 @@ func (e *Error) Error() string {
 		b.WriteString(": ")
 		b.WriteString(e.Reason)
 	}
-	if n := len(e.Fields); n > 1 {
+	if n := len(e.Fields) + e.More; n > 1 {
 		b.WriteString(" (and ")
 		b.WriteString(strconv.Itoa(n - 1))
 		b.WriteString(" more)")
@@ -97,10 +100,18 @@ func causeError(code codes.Code, reason string, err error) *Error {
 	return e
 }
 
+// MaxFieldErrors is the most bad values an *Error lists in Fields; its More
+// counts the rest.
+const MaxFieldErrors = 100
+
 // invalidJob is the queue.invalid_job refusal of the bad values fields,
-// its Path, Pointer and Reason those of the first.
+// its Path, Pointer and Reason those of the first; it keeps the first
+// MaxFieldErrors of them and counts the rest in More.
 func invalidJob(fields []FieldError) *Error {
 	e := &Error{Code: codes.QueueInvalidJob, Fields: fields, Index: -1}
+	if len(fields) > MaxFieldErrors {
+		e.Fields, e.More = fields[:MaxFieldErrors:MaxFieldErrors], len(fields)-MaxFieldErrors
+	}
 	if len(fields) > 0 {
 		e.Path, e.Pointer, e.Reason = fields[0].Path, fields[0].Pointer, fields[0].Reason
 	}

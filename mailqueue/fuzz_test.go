@@ -47,8 +47,8 @@ func FuzzOpen(f *testing.F) {
 			return nil
 		}
 		c1 := codec()
-		job, o := openJob(context.Background(), data, openParams{At: at, Keys: ks, Codec: c1})
-		_, o2 := openJob(context.Background(), data, openParams{At: at, Keys: ks, Codec: codec()})
+		job, o := openJob(context.Background(), data, openParams{MaxBytes: testReadLimit, At: at, Keys: ks, Codec: c1})
+		_, o2 := openJob(context.Background(), data, openParams{MaxBytes: testReadLimit, At: at, Keys: ks, Codec: codec()})
 		if outcomeOf(o) != outcomeOf(o2) {
 			t.Fatalf("two opens differ: %+v, %+v", o, o2)
 		}

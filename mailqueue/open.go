@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strconv"
 	"time"
 
@@ -27,11 +28,35 @@ func failed(code codes.Code, reason string) *opened {
 	return &opened{action: Fail, code: code, reason: reason}
 }
 
+// readLimit is the most bytes of a stored job, and of the opened part of a
+// sealed one, that a worker of a queue of this config reads: twice
+// MaxJobBytes (512 KiB by default). A producer of this kit refuses a job
+// whose stored bytes, sealed and signed, are over MaxJobBytes, so every job
+// it stored is read; the margin takes a producer in another language that
+// measures the clear job (a sealed job's stored form is about 4/3 of its
+// clear JSON, plus its envelope), and one whose MaxJobBytes is larger, up
+// to twice. A longer job is failed with queue.invalid_job before it is
+// parsed: a job of 64 MiB written into the store costs its length, no more.
+func (c Config) readLimit() int {
+	if c.MaxJobBytes > math.MaxInt/2 {
+		return math.MaxInt
+	}
+	return 2 * c.MaxJobBytes
+}
+
+// tooLong is the failure of a text over the worker's read limit.
+func tooLong(what string, n, limit int) *opened {
+	return failed(codes.QueueInvalidJob, what+" is "+strconv.Itoa(n)+" bytes, more than the "+strconv.Itoa(limit)+" a worker reads (twice MaxJobBytes): it was not read")
+}
+
 // openParams are what openJob reads a stored job with: where it is stored
 // (the id the store keeps it under, the queue's name and the namespace),
 // the worker's keys and codec, and how a job's id derives (IDSecret and
 // DeriveID, DeriveUUID when nil).
 type openParams struct {
+	// MaxBytes is the most bytes read (Config.readLimit): a longer stored
+	// job, or opened part of a sealed one, is failed unread. 0 reads any.
+	MaxBytes int
 	At       sign.Binding
 	Keys     []SigningKey
 	Codec    Codec
@@ -58,7 +83,13 @@ func (p openParams) jobID(tenant, key string) string {
 // derived from its namespace, tenant and key, which must be the id it is
 // stored under (queue.job_tampered). The job it returns decodes from the
 // canonical JSON of what was verified, never from the raw bytes again.
+//
+// Before anything, a job longer than p.MaxBytes (readLimit) is failed
+// unread, as is the opened part of a sealed job longer than that.
 func openJob(ctx context.Context, data []byte, p openParams) (*jobv1.Job, *opened) {
+	if p.MaxBytes > 0 && len(data) > p.MaxBytes {
+		return nil, tooLong("the stored job", len(data), p.MaxBytes)
+	}
 	obj, err := strictjson.DecodeObject(data)
 	if err != nil {
 		return nil, failed(codes.QueueInvalidJob, "the stored job is not a JSON object: "+err.Error())
@@ -147,6 +178,9 @@ func openSealed(ctx context.Context, obj map[string]any, enc string, p openParam
 			o.action = Fail
 		}
 		return nil, o
+	}
+	if p.MaxBytes > 0 && len(sealedJSON) > p.MaxBytes {
+		return nil, tooLong("the opened part of the sealed job", len(sealedJSON), p.MaxBytes)
 	}
 	inner, err := strictjson.DecodeObject(sealedJSON)
 	if err != nil {
@@ -239,7 +273,7 @@ func (w *Worker) open(ctx context.Context, r *run) (Outcome, bool) {
 // with.
 func (q *Queue) openParams(id string) openParams {
 	c := &q.cfg
-	return openParams{At: q.binding(id), Keys: c.SigningKeys, Codec: c.Codec, IDSecret: c.IDSecret, DeriveID: c.DeriveID}
+	return openParams{MaxBytes: c.readLimit(), At: q.binding(id), Keys: c.SigningKeys, Codec: c.Codec, IDSecret: c.IDSecret, DeriveID: c.DeriveID}
 }
 
 // unreadable gives back a job this worker cannot read yet (or whose

@@ -33,7 +33,10 @@ type Config struct {
 	Namespace string
 	// MaxAttempts is the attempts of a job that sets none (5).
 	MaxAttempts int
-	// MaxJobBytes is the most bytes of a job's stored JSON (256 KiB).
+	// MaxJobBytes is the most bytes of a job's stored JSON (256 KiB), sealed
+	// and signed. EnqueueJSON refuses JSON longer than it before reading
+	// it; a worker fails unread a stored job longer than twice it
+	// (docs/wire.md, "What a worker checks").
 	MaxJobBytes int
 	// MaxInlineAttachmentBytes is the most bytes of a job's inline
 	// attachments, decoded, in all (256 KiB).
@@ -203,7 +206,7 @@ type Result struct {
 // its context must round-trip through JSON; its stored JSON is at most
 // MaxJobBytes and its inline attachments at most MaxInlineAttachmentBytes.
 // A refusal is an *Error with code queue.invalid_job and the path of the bad
-// value. The job's id derives from the namespace, the tenant and the
+// value (the first MaxFieldErrors bad values, More counting the rest). The job's id derives from the namespace, the tenant and the
 // idempotency key, so the same message enqueued again under the same key
 // answers Duplicate with the same id and stores nothing; another message
 // under the key is refused with queue.key_reused (spec: "Once per key").

@@ -161,7 +161,7 @@ func TestVectorsSchema(t *testing.T) {
 			if e := validationError(err); string(e.Code) != v.Code {
 				t.Errorf("producer's code %s, want %s", e.Code, v.Code)
 			}
-			_, o := openJob(context.Background(), v.Job, openParams{At: sign.Binding{Namespace: DefaultNamespace, ID: "an-id"}})
+			_, o := openJob(context.Background(), v.Job, openParams{MaxBytes: testReadLimit, At: sign.Binding{Namespace: DefaultNamespace, ID: "an-id"}})
 			if diff := cmp.Diff(v.Worker, outcomeOf(o)); diff != "" {
 				t.Errorf("the worker (-want +got):\n%s", diff)
 			}
@@ -189,7 +189,7 @@ func TestVectorsIDs(t *testing.T) {
 				t.Errorf("input, seed, id, message seed, Message-ID, Content-IDs, codec AD (-want +got):\n%s", diff)
 			}
 			// A worker derives the same id.
-			p := openParams{At: sign.Binding{Namespace: v.Namespace, Queue: v.Queue, ID: id}, IDSecret: secret}
+			p := openParams{MaxBytes: testReadLimit, At: sign.Binding{Namespace: v.Namespace, Queue: v.Queue, ID: id}, IDSecret: secret}
 			if got := p.jobID(v.Tenant, v.Key); got != v.JobID {
 				t.Errorf("the worker derives %s, want %s", got, v.JobID)
 			}
@@ -266,7 +266,7 @@ func TestVectorsSigned(t *testing.T) {
 				}
 			}
 			// The worker opens it.
-			got, o := openJob(context.Background(), []byte(v.StoredJSON), openParams{At: at, Keys: keys, Codec: vectorCodec(v.Codec)})
+			got, o := openJob(context.Background(), []byte(v.StoredJSON), openParams{MaxBytes: testReadLimit, At: at, Keys: keys, Codec: vectorCodec(v.Codec)})
 			if o != nil || got.Hash != v.Hash || got.MessageID != src.MessageID || got.Subject != src.Subject {
 				t.Errorf("openJob: %+v, %v", o, got)
 			}
@@ -288,7 +288,7 @@ func TestVectorsStored(t *testing.T) {
 				codec = c
 			}
 			at := sign.Binding{Namespace: v.Namespace, Queue: v.Queue, ID: v.ID}
-			_, o := openJob(context.Background(), []byte(v.Data), openParams{At: at, Keys: signingKeys(t, v.Keys), Codec: codec})
+			_, o := openJob(context.Background(), []byte(v.Data), openParams{MaxBytes: testReadLimit, At: at, Keys: signingKeys(t, v.Keys), Codec: codec})
 			if diff := cmp.Diff(v.Want, outcomeOf(o)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/dave/jennifer/jen"
+
+	"github.com/alexify/mailer/internal/strictjson"
 )
 
 // Short names for the jennifer code below.
@@ -16,6 +18,9 @@ var (
 )
 
 func q(path, name string) *jen.Statement { return jen.Qual(path, name) }
+
+// strictjsonPkg reads a job's JSON text as the queue's worker does.
+const strictjsonPkg = "github.com/alexify/mailer/internal/strictjson"
 
 func kindQ(name string) *jen.Statement { return jen.Op("*").Qual(kindPkg, name) }
 
@@ -67,17 +72,23 @@ func (m *jobModel) errorDecls(f *jen.File) {
 
 	// ValidationError.
 	f.Line()
-	f.Comment(comment("ValidationError is the error of Validate and ValidateValue: every bad value of a job."))
+	f.Comment(comment("MaxErrors is the most FieldErrors a ValidationError lists; More counts the rest."))
+	f.Const().Id("MaxErrors").Op("=").Lit(100)
+	f.Line()
+	f.Comment(comment("ValidationError is the error of Validate and ValidateValue: the bad values of a job."))
 	f.Type().Id("ValidationError").Struct(
-		jen.Comment(comment("Errors lists the bad values, sorted by Pointer then Rule.")),
+		jen.Comment(comment("Errors lists the bad values, sorted by Pointer then Rule: the first MaxErrors of them.")),
 		id("Errors").Index().Id("FieldError"),
+		jen.Line(),
+		jen.Comment(comment("More is how many bad values there were beyond those Errors lists: 0 unless Errors holds MaxErrors.")),
+		id("More").Int(),
 	)
 	f.Line()
 	f.Comment(comment(`Error returns the first error and how many more there are: "... (and 2 more)".`))
 	f.Func().Params(id("e").Op("*").Id("ValidationError")).Id("Error").Params().String().Block(
 		jen.If(jen.Len(id("e").Dot("Errors")).Op("==").Lit(0)).Block(ret(lit(pfx+"invalid job"))),
 		id("msg").Op(":=").Lit(pfx+"invalid job: ").Op("+").Id("e").Dot("Errors").Index(lit(0)).Dot("String").Call(),
-		jen.If(id("n").Op(":=").Len(id("e").Dot("Errors")).Op("-").Lit(1), id("n").Op(">").Lit(0)).Block(
+		jen.If(id("n").Op(":=").Len(id("e").Dot("Errors")).Op("-").Lit(1).Op("+").Id("e").Dot("More"), id("n").Op(">").Lit(0)).Block(
 			id("msg").Op("+=").Qual("fmt", "Sprintf").Call(lit(" (and %d more)"), id("n")),
 		),
 		ret(id("msg")),
@@ -93,13 +104,20 @@ func (m *jobModel) validateDecls(f *jen.File) {
 		}))
 	}
 	f.Line()
-	f.Comment(comment(fmt.Sprintf("Validate checks data, the JSON of one job (clear or sealed), against %s and the rules the schema cannot say. It returns nil or a *ValidationError listing every bad value.", m.file)))
+	f.Comment(comment(fmt.Sprintf("Validate checks data, the JSON of one job (clear or sealed), against %s and the rules the schema cannot say. It returns nil or a *ValidationError listing the bad values (the first MaxErrors). First it reads the text as the queue's worker reads a stored job (internal/strictjson, docs/wire.md \"What a worker checks\"): text that is not JSON, or JSON that readers could read as different values (a name twice in one object, text that is not UTF-8, a \\u escape of a lone surrogate, an integer beyond 2^53-1, a number beyond a double, nesting past %d levels), is one error of rule json at the pointer of the value at fault. It does not check the job's size: the queue's MaxJobBytes does, before this.", m.file, strictjson.MaxDepth)))
 	f.Func().Id("Validate").Params(id("data").Index().Byte()).Error().Block(
-		id("dec").Op(":=").Qual("encoding/json", "NewDecoder").Call(q("bytes", "NewReader").Call(id("data"))),
-		id("dec").Dot("UseNumber").Call(),
-		jen.Var().Id("v").Any(),
-		ifErr(id("dec").Dot("Decode").Call(jen.Op("&").Id("v")), jsonErr("is not valid JSON")),
-		jen.If(jen.List(id("_"), errID()).Op(":=").Id("dec").Dot("Token").Call(), errID().Op("!=").Qual("io", "EOF")).Block(jsonErr("has data after the JSON value")),
+		ifErr(q(strictjsonPkg, "Check").Call(id("data")),
+			jen.Var().Id("se").Op("*").Qual(strictjsonPkg, "Error"),
+			jen.If(jen.Op("!").Qual("errors", "As").Call(errID(), jen.Op("&").Id("se"))).Block(jsonErr("is not valid JSON")),
+			ret(jen.Op("&").Id("ValidationError").Values(jen.Dict{
+				id("Errors"): jen.Index().Id("FieldError").Values(jen.Values(jen.Dict{
+					id("Pointer"): id("se").Dot("Pointer"), id("Path"): id("se").Dot("Path"),
+					id("Rule"): lit("json"), id("Message"): id("se").Dot("Reason"),
+				})),
+			})),
+		),
+		jen.List(id("v"), errID()).Op(":=").Qual(strictjsonPkg, "Decode").Call(id("data")),
+		jen.If(errID().Op("!=").Nil()).Block(jsonErr("is not valid JSON")),
 		ret(id("ValidateValue").Call(id("v"))),
 	)
 
@@ -129,7 +147,14 @@ func (m *jobModel) validateDecls(f *jen.File) {
 				q("strings", "Compare").Call(id("a").Dot("Message"), id("b").Dot("Message")),
 			)),
 		)),
-		ret(jen.Op("&").Id("ValidationError").Values(jen.Dict{id("Errors"): q("slices", "Compact").Call(id("errs"))})),
+		id("errs").Op("=").Qual("slices", "Compact").Call(id("errs")),
+		jen.If(jen.Len(id("errs")).Op(">").Id("MaxErrors")).Block(
+			ret(jen.Op("&").Id("ValidationError").Values(jen.Dict{
+				id("Errors"): id("errs").Index(jen.Empty(), id("MaxErrors"), id("MaxErrors")),
+				id("More"):   jen.Len(id("errs")).Op("-").Id("MaxErrors"),
+			})),
+		),
+		ret(jen.Op("&").Id("ValidationError").Values(jen.Dict{id("Errors"): id("errs")})),
 	)
 }
 

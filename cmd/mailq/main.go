@@ -19,8 +19,12 @@ const usage = `mailq: the command of the mailer kit
 Usage:
   mailq demo              run the main job on the embedded default: a memory queue,
                           a worker and a real SMTP server on a loopback port
-  mailq validate FILE...  check job files (JSON) against schema/job.v1.json;
-                          "-" reads standard input; exit status 1 when one is invalid
+  mailq validate [--max-job-bytes N] FILE...
+                          check job files (JSON) as EnqueueJSON and a worker do: the
+                          size (N, 256 KiB by default), the JSON text (no name twice,
+                          UTF-8, no lone surrogate, integers within 2^53-1), then
+                          schema/job.v1.json; "-" reads standard input; exit status 1
+                          when one is invalid
   mailq codes             list the codes the queue gives, with where, state and level
 ` + opsUsage
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,11 +13,27 @@ import (
 	"github.com/alexify/mailer/mailqueue"
 )
 
-// validate checks each file against the job schema and prints every error
-// with its path. It returns 1 when a file is invalid or unreadable.
-func validate(files []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// validate checks each file as EnqueueJSON checks a job's JSON, and as a
+// worker reads one (jobv1.Validate, which reads the text through
+// internal/strictjson): first its size, unread when it is over
+// --max-job-bytes (mailqueue.DefaultMaxJobBytes), then the text, then the
+// schema. It prints every error with its path (the first jobv1.MaxErrors,
+// and how many more). It returns 1 when a file is invalid or unreadable, 2
+// for a bad command line.
+func validate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mailq validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	maxBytes := fs.Int("max-job-bytes", mailqueue.DefaultMaxJobBytes, "the most bytes of a job, as the queue's Config.MaxJobBytes")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	files := fs.Args()
 	if len(files) == 0 {
 		fmt.Fprintln(stderr, "mailq validate: name a job file (or - for standard input)")
+		return 2
+	}
+	if *maxBytes <= 0 {
+		fmt.Fprintln(stderr, "mailq validate: --max-job-bytes must be positive")
 		return 2
 	}
 	status := 0
@@ -27,26 +44,18 @@ func validate(files []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			status = 1
 			continue
 		}
-		var fields []jobv1.FieldError
-		if len(data) > mailqueue.DefaultMaxJobBytes {
-			fields = append(fields, jobv1.FieldError{Rule: "maxJobBytes",
-				Message: fmt.Sprintf("is %d bytes, more than the %d a queue takes by default", len(data), mailqueue.DefaultMaxJobBytes)})
-		}
-		err = jobv1.Validate(data)
-		var ve *jobv1.ValidationError
+		fields, more, err := checkJob(data, *maxBytes)
 		switch {
-		case err == nil && len(fields) == 0:
-			fmt.Fprintf(stdout, "%s: valid\n", name)
-			continue
-		case errors.As(err, &ve):
-			fields = append(fields, ve.Errors...)
 		case err != nil:
 			status = 1
 			fmt.Fprintf(stdout, "%s: invalid (%s): %v\n", name, codes.QueueInvalidJob, err)
 			continue
+		case len(fields) == 0:
+			fmt.Fprintf(stdout, "%s: valid\n", name)
+			continue
 		}
 		status = 1
-		fmt.Fprintf(stdout, "%s: invalid (%s), %d error(s):\n", name, codes.QueueInvalidJob, len(fields))
+		fmt.Fprintf(stdout, "%s: invalid (%s), %d error(s):\n", name, codes.QueueInvalidJob, len(fields)+more)
 		for _, f := range fields {
 			path := f.Path
 			if path == "" {
@@ -54,8 +63,27 @@ func validate(files []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			}
 			fmt.Fprintf(stdout, "  %s: %s [%s]\n", path, f.Message, f.Rule)
 		}
+		if more > 0 {
+			fmt.Fprintf(stdout, "  ... and %d more\n", more)
+		}
 	}
 	return status
+}
+
+// checkJob checks a job's JSON: its size first, the rest unread when it is
+// over maxBytes, then jobv1.Validate. It returns the errors and how many
+// more there were, or err when the validator failed otherwise.
+func checkJob(data []byte, maxBytes int) (fields []jobv1.FieldError, more int, err error) {
+	if len(data) > maxBytes {
+		return []jobv1.FieldError{{Rule: "maxJobBytes",
+			Message: fmt.Sprintf("is %d bytes, more than the %d a queue takes: not read further", len(data), maxBytes)}}, 0, nil
+	}
+	err = jobv1.Validate(data)
+	var ve *jobv1.ValidationError
+	if errors.As(err, &ve) {
+		return ve.Errors, ve.More, nil
+	}
+	return nil, 0, err
 }
 
 // maxReadBytes bounds what validate reads of one file: far more than any

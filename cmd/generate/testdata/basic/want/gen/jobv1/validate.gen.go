@@ -4,14 +4,13 @@
 package jobv1
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	strictjson "github.com/alexify/mailer/internal/strictjson"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"io"
 	"net/mail"
 	"net/url"
 	"regexp"
@@ -53,11 +52,20 @@ func (e FieldError) String() string {
 	return where + ": " + e.Message + " (" + e.Rule + ")"
 }
 
-// ValidationError is the error of Validate and ValidateValue: every bad value
+// MaxErrors is the most FieldErrors a ValidationError lists; More counts the
+// rest.
+const MaxErrors = 100
+
+// ValidationError is the error of Validate and ValidateValue: the bad values
 // of a job.
 type ValidationError struct {
-	// Errors lists the bad values, sorted by Pointer then Rule.
+	// Errors lists the bad values, sorted by Pointer then Rule: the first
+	// MaxErrors of them.
 	Errors []FieldError
+
+	// More is how many bad values there were beyond those Errors lists: 0 unless
+	// Errors holds MaxErrors.
+	More int
 }
 
 // Error returns the first error and how many more there are: "... (and 2
@@ -67,7 +75,7 @@ func (e *ValidationError) Error() string {
 		return "jobv1: invalid job"
 	}
 	msg := "jobv1: invalid job: " + e.Errors[0].String()
-	if n := len(e.Errors) - 1; n > 0 {
+	if n := len(e.Errors) - 1 + e.More; n > 0 {
 		msg += fmt.Sprintf(" (and %d more)", n)
 	}
 	return msg
@@ -75,20 +83,34 @@ func (e *ValidationError) Error() string {
 
 // Validate checks data, the JSON of one job (clear or sealed), against
 // job.v1.json and the rules the schema cannot say. It returns nil or a
-// *ValidationError listing every bad value.
+// *ValidationError listing the bad values (the first MaxErrors). First it
+// reads the text as the queue's worker reads a stored job
+// (internal/strictjson, docs/wire.md "What a worker checks"): text that is not
+// JSON, or JSON that readers could read as different values (a name twice in
+// one object, text that is not UTF-8, a \u escape of a lone surrogate, an
+// integer beyond 2^53-1, a number beyond a double, nesting past 66 levels), is
+// one error of rule json at the pointer of the value at fault. It does not
+// check the job's size: the queue's MaxJobBytes does, before this.
 func Validate(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	if err := strictjson.Check(data); err != nil {
+		var se *strictjson.Error
+		if !errors.As(err, &se) {
+			return &ValidationError{Errors: []FieldError{{
+				Message: "is not valid JSON",
+				Rule:    "json",
+			}}}
+		}
 		return &ValidationError{Errors: []FieldError{{
-			Message: "is not valid JSON",
+			Message: se.Reason,
+			Path:    se.Path,
+			Pointer: se.Pointer,
 			Rule:    "json",
 		}}}
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	v, err := strictjson.Decode(data)
+	if err != nil {
 		return &ValidationError{Errors: []FieldError{{
-			Message: "has data after the JSON value",
+			Message: "is not valid JSON",
 			Rule:    "json",
 		}}}
 	}
@@ -127,7 +149,14 @@ func ValidateValue(v any) error {
 	slices.SortFunc(errs, func(a, b FieldError) int {
 		return cmp.Or(strings.Compare(a.Pointer, b.Pointer), strings.Compare(a.Rule, b.Rule), strings.Compare(a.Message, b.Message))
 	})
-	return &ValidationError{Errors: slices.Compact(errs)}
+	errs = slices.Compact(errs)
+	if len(errs) > MaxErrors {
+		return &ValidationError{
+			Errors: errs[:MaxErrors:MaxErrors],
+			More:   len(errs) - MaxErrors,
+		}
+	}
+	return &ValidationError{Errors: errs}
 }
 
 // compiled compiles the embedded schema once, with formats asserted (and the
