@@ -57,12 +57,7 @@ var fastRE7 = regexp.MustCompile("^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 var fastRE8 = regexp.MustCompile("^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$")
 
-// fastClass9 is the class of ^[^\x00-\x08\x0a-\x1f\x7f]*$.
-var fastClass9 = &schemafast.Class{
-	Hi:       uint64(0x7fffffffffffffff),
-	Lo:       uint64(0xffffffff00000200),
-	NonASCII: true,
-}
+var fastRE9 = regexp.MustCompile("^ *(?:[^ \\x00-\\x08\\x0a-\\x1f\\x7f]{1,920} +)*[^ \\x00-\\x08\\x0a-\\x1f\\x7f]{0,920}$")
 
 // fastClass10 is the class of ^[^\x00-\x1f\x7f]*$.
 var fastClass10 = &schemafast.Class{
@@ -89,9 +84,9 @@ var fastRE13 = regexp.MustCompile("^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9]
 
 var fastRE14 = regexp.MustCompile("^[A-Za-z0-9+/]*={0,2}$")
 
-var fastRE15 = regexp.MustCompile("^[^<>@\\s\"]+@[^<>@\\s\"]+$")
+var fastRE15 = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@[^\\x00-\\x20\"(),:;<>@\\[\\\\\\]\\x7f-\\xa0]+$")
 
-var fastRE16 = regexp.MustCompile("^<[^<>@\\s\"]+@[^<>@\\s\"]+>$")
+var fastRE16 = regexp.MustCompile("^<[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@[^\\x00-\\x20\"(),:;<>@\\\\\\x7f-\\xa0]+>$")
 
 // fast5 checks /$defs/version of the schema.
 func fast5(v any) bool {
@@ -136,6 +131,9 @@ func fast9(v any) bool {
 		return false
 	}
 	if s, ok := v.(string); ok {
+		if !schemafast.Length(s, 0, 64) {
+			return false
+		}
 		if !schemafast.DateTime(s) {
 			return false
 		}
@@ -430,7 +428,7 @@ func fast28(v any) bool {
 		if !schemafast.Length(s, 1, 998) {
 			return false
 		}
-		if !schemafast.Repeat(s, fastClass9, 0, -1) {
+		if !fastRE9.MatchString(s) {
 			return false
 		}
 	}
@@ -521,7 +519,7 @@ func fast35(v any) bool {
 		return false
 	}
 	if a, ok := v.([]any); ok {
-		if len(a) > 100 {
+		if len(a) > 1000 {
 			return false
 		}
 		for _, x := range a {
@@ -589,7 +587,7 @@ func fast42(v any) bool {
 		if !schemafast.Length(s, 0, 998) {
 			return false
 		}
-		if !schemafast.Repeat(s, fastClass9, 0, -1) {
+		if !fastRE9.MatchString(s) {
 			return false
 		}
 	}
@@ -853,6 +851,9 @@ func fast57(v any) bool {
 		return false
 	}
 	if s, ok := v.(string); ok {
+		if !schemafast.Length(s, 0, 64) {
+			return false
+		}
 		if !schemafast.DateTime(s) {
 			return false
 		}
@@ -866,6 +867,9 @@ func fast58(v any) bool {
 		return false
 	}
 	if s, ok := v.(string); ok {
+		if !schemafast.Length(s, 0, 64) {
+			return false
+		}
 		if !schemafast.DateTime(s) {
 			return false
 		}
