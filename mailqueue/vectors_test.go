@@ -319,8 +319,7 @@ var rawPending = map[string]string{
 	"an integer beyond 2^53-1":                "producer and worker",
 	"2^53 itself":                             "producer and worker",
 	"a negative integer beyond -(2^53-1)":     "producer and worker",
-	"a number beyond a double":                "producer and worker",
-	"nesting 10000 deep in context":           "producer",
+	"a number beyond a double":                "producer",
 	"over MaxJobBytes":                        "worker",
 }
 

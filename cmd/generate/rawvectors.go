@@ -150,6 +150,8 @@ func ruleInvalidJobs() []invalidVector {
 		}), fieldVector{"/to", "maxItemsInAll"}),
 		iv("a date-time with a space for T", edited(contentJob(), func(m map[string]any) { m["scheduledAt"] = "2026-11-30 12:00:00Z" }), fieldVector{"/scheduledAt", "format"}),
 		iv("a date-time with an offset without colon", edited(contentJob(), func(m map[string]any) { m["scheduledAt"] = "2026-11-30T12:00:00+0200" }), fieldVector{"/scheduledAt", "format"}),
+		iv("a date-time with a lower-case t, which Go's time.Parse does not read", edited(contentJob(), func(m map[string]any) { m["scheduledAt"] = "2026-11-30t12:00:00Z" }), fieldVector{"/scheduledAt", "pattern"}),
+		iv("a leap second, which Go's time.Parse does not read", edited(contentJob(), func(m map[string]any) { m["expiresAt"] = "2026-12-31T23:59:60Z" }), fieldVector{"/expiresAt", "pattern"}),
 		iv("a date-time of 65 characters", edited(contentJob(), func(m map[string]any) { m["scheduledAt"] = "2026-11-30T12:00:00." + strings.Repeat("0", 44) + "Z" }), fieldVector{"/scheduledAt", "maxLength"}),
 	)
 	return out

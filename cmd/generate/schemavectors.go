@@ -21,6 +21,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/alexify/mailer/internal/schemarules"
 )
 
 // slot is a place of the job a subschema applies to: its pointer's tokens,
@@ -380,6 +382,9 @@ func (d *deriver) stringConstraints(sl slot, at func(any) map[string]any) {
 	// the other string keywords are reported together.
 	errsOf := func(s, kw string) []fieldVector {
 		if format == "mailbox" && (len([]rune(s)) < 3 || strings.ContainsAny(s, "\x00\x01\n")) {
+			return []fieldVector{{ptr, "format"}}
+		}
+		if _, ok := schemarules.CompareInstants(s, s); format == "date-time" && !ok {
 			return []fieldVector{{ptr, "format"}}
 		}
 		out := []fieldVector{{ptr, kw}}

@@ -87,11 +87,12 @@ type Job struct {
 	// tells of, never an address or a token.
 	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 
-	// ScheduledAt: not sent before this instant (RFC 3339).
+	// ScheduledAt: not sent before this instant (RFC 3339, upper-case T and Z, no
+	// leap second: what Go's time.Parse reads).
 	ScheduledAt *time.Time `json:"scheduledAt,omitempty"`
 
-	// ExpiresAt: not sent after this instant (RFC 3339). When scheduledAt is given
-	// too, it must be a later instant (x-after).
+	// ExpiresAt: not sent after this instant (RFC 3339, as scheduledAt). When
+	// scheduledAt is given too, it must be a later instant (x-after).
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 
 	// TenantID is the tenant the job belongs to: it scopes the idempotency key and
@@ -119,8 +120,8 @@ type Job struct {
 	// (docs/wire.md).
 	MAC string `json:"mac,omitempty"`
 
-	// EnqueuedAt is when the job was enqueued (RFC 3339); the Date header of its
-	// message.
+	// EnqueuedAt is when the job was enqueued (RFC 3339, as scheduledAt); the Date
+	// header of its message.
 	EnqueuedAt *time.Time `json:"enqueuedAt,omitempty"`
 
 	// Trace is the W3C trace context of the producer, which the worker's spans
@@ -271,8 +272,8 @@ type Sealed struct {
 	// (docs/wire.md).
 	Hash string `json:"hash,omitempty"`
 
-	// EnqueuedAt is when the job was enqueued (RFC 3339); the Date header of its
-	// message.
+	// EnqueuedAt is when the job was enqueued (RFC 3339, as scheduledAt); the Date
+	// header of its message.
 	EnqueuedAt *time.Time `json:"enqueuedAt,omitempty"`
 
 	// CorrelationID is what the events of the message share, from the queue to the

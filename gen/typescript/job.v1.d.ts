@@ -74,11 +74,11 @@ export interface Job {
    */
   idempotencyKey?: string;
   /**
-   * Not sent before this instant (RFC 3339).
+   * Not sent before this instant (RFC 3339, upper-case T and Z, no leap second: what Go's time.Parse reads).
    */
   scheduledAt?: string /* RFC 3339 date-time */;
   /**
-   * Not sent after this instant (RFC 3339). When scheduledAt is given too, it must be a later instant (x-after).
+   * Not sent after this instant (RFC 3339, as scheduledAt). When scheduledAt is given too, it must be a later instant (x-after).
    */
   expiresAt?: string /* RFC 3339 date-time */;
   /**
@@ -110,7 +110,7 @@ export interface Job {
    */
   mac?: string;
   /**
-   * When the job was enqueued (RFC 3339); the Date header of its message.
+   * When the job was enqueued (RFC 3339, as scheduledAt); the Date header of its message.
    */
   enqueuedAt?: string /* RFC 3339 date-time */;
   /**
@@ -205,7 +205,7 @@ export interface Sealed {
    */
   hash: string;
   /**
-   * When the job was enqueued (RFC 3339); the Date header of its message.
+   * When the job was enqueued (RFC 3339, as scheduledAt); the Date header of its message.
    */
   enqueuedAt?: string /* RFC 3339 date-time */;
   /**
