@@ -3,8 +3,13 @@
 // gen/vectors/vectors.json against schema/job.v1.json with ajv (draft
 // 2020-12) and recomputes the canonical JSON, hashes, ids, Message-IDs,
 // Content-IDs and macs with Node's crypto, written here apart from the Go
-// code. It opens the stored vectors as a worker does. Run: node check.js
-// (after npm ci). It exits 1 when any vector disagrees.
+// code. It opens the stored vectors as a worker does, reads the raw ones
+// byte by byte as the producer and the worker must (a strict scanner of its
+// own), and gives Go's verdict on every one: the formats mailbox and
+// date-time as Go reads them, the cross-field rules the schema holds in its
+// x- extensions, and the errors jsonschema/v6 reports (docs/wire.md, "The
+// vectors"). Run: node check.js (after npm ci). It exits 1 when any vector
+// disagrees.
 
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
@@ -113,9 +118,9 @@ function scanStrict(text) {
     }
   };
   const stack = []; // {close, names, n, path}
-  // open starts the value at path: a scalar is read whole, a container is
+  // enter starts the value at path: a scalar is read whole, a container is
   // pushed. It reports whether a container was pushed.
-  const open = (path) => {
+  const enter = (path) => {
     ws();
     const c = text[i];
     if (c !== '{' && c !== '[') { scalar(path); return false; }
@@ -142,7 +147,7 @@ function scanStrict(text) {
     return [...top.path, name];
   };
   const value = () => {
-    if (!open([])) return;
+    if (!enter([])) return;
     let first = true;
     while (stack.length > 0) {
       const top = stack[stack.length - 1];
@@ -153,7 +158,7 @@ function scanStrict(text) {
         else if (text[i] === top.close) { i++; stack.pop(); continue; }
         else fail(', or ' + top.close + ' expected');
       }
-      first = open(member(top));
+      first = enter(member(top));
     }
   };
   value(); ws();
