@@ -79,6 +79,7 @@ fuzz:
 	$(GO) test ./internal/jcs -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZN)x
 	$(GO) test ./internal/strictjson -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZN)x
 	$(GO) test ./mailqueue -run '^$$' -fuzz '^FuzzEnqueueJSON$$' -fuzztime $(FUZZN)x -parallel 1
+	$(GO) test ./internal/schemarules -run '^$$' -fuzz '^FuzzCompareInstants$$' -fuzztime $(FUZZN)x
 
 ## bench: the benchmarks of the kit (see BENCHMARKS.md); bench-redis: the Redis driver against asynq
 bench:

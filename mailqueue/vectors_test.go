@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/alexify/mailer/clock"
 	"github.com/alexify/mailer/gen/codes"
@@ -42,6 +43,7 @@ type vectorsFile struct {
 		Code   string
 		Worker vectorOutcome
 	}
+	Raw []rawVector
 	IDs []struct {
 		Name, Namespace, Tenant, Key, IDSecret, From           string
 		JobIDInput, JobIDSeed, JobID, MessageIDSeed, MessageID string
@@ -294,6 +296,78 @@ func TestVectorsStored(t *testing.T) {
 			}
 			if c, ok := codec.(*base64Codec); ok && o != nil && o.code == codes.QueueSignatureInvalid && c.decodes > 0 {
 				t.Error("a job that failed its mac reached the codec")
+			}
+		})
+	}
+}
+
+// rawVector is a job given as bytes (gen/vectors/vectors.json's raw): its
+// parts, each a base64 text repeated Repeat times.
+type rawVector struct {
+	Name  string
+	Parts []struct {
+		Base64 string
+		Repeat int
+	}
+	Valid  bool
+	Code   string
+	Errors []struct{ Pointer, Rule string }
+	Worker vectorOutcome
+}
+
+func (v rawVector) bytes(t testing.TB) []byte {
+	var b []byte
+	for _, p := range v.Parts {
+		text, err := base64.StdEncoding.DecodeString(p.Base64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range max(p.Repeat, 1) {
+			b = append(b, text...)
+		}
+	}
+	return b
+}
+
+// TestVectorsRaw gives each raw vector's bytes to the producer's check
+// (jobv1.Validate, after the size a queue takes by default) and to the
+// worker's opening, and compares their verdicts with the vector's.
+func TestVectorsRaw(t *testing.T) {
+	f := readVectors(t)
+	if len(f.Raw) == 0 {
+		t.Fatal("no raw vectors")
+	}
+	for _, v := range f.Raw {
+		t.Run(v.Name, func(t *testing.T) {
+			data := v.bytes(t)
+			{
+				var got []struct{ Pointer, Rule string }
+				code := ""
+				if len(data) > DefaultMaxJobBytes {
+					got = append(got, struct{ Pointer, Rule string }{"", "maxJobBytes"})
+					code = string(codes.QueueInvalidJob)
+				} else if err := jobv1.Validate(data); err != nil {
+					var ve *jobv1.ValidationError
+					if !errors.As(err, &ve) {
+						t.Fatalf("Validate = %v, want a *ValidationError", err)
+					}
+					for _, e := range ve.Errors {
+						got = append(got, struct{ Pointer, Rule string }{e.Pointer, e.Rule})
+					}
+					code = string(validationError(err).Code)
+				}
+				if (len(got) == 0) != v.Valid || code != v.Code {
+					t.Errorf("producer: valid %t, code %q; want %t, %q", len(got) == 0, code, v.Valid, v.Code)
+				}
+				if diff := cmp.Diff(v.Errors, got, cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("producer's errors (-want +got):\n%s", diff)
+				}
+			}
+			{
+				_, o := openJob(context.Background(), data, openParams{MaxBytes: testReadLimit, At: sign.Binding{Namespace: DefaultNamespace, ID: "an-id"}})
+				if diff := cmp.Diff(v.Worker, outcomeOf(o)); diff != "" {
+					t.Errorf("the worker (-want +got):\n%s", diff)
+				}
 			}
 		})
 	}

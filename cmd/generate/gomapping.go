@@ -233,7 +233,12 @@ func namedConv(t *typeDef, field bool) convFunc {
 		if field {
 			return e
 		}
-		return jen.Op("*").Add(e)
+		// A value that is not an object decodes to nil (d holds the error):
+		// the zero value then, not a nil dereference.
+		return jen.Func().Params().Id(t.name).Block(
+			jen.If(jen.Id("p").Op(":=").Add(e), jen.Id("p").Op("!=").Nil()).Block(jen.Return(jen.Op("*").Id("p"))),
+			jen.Return(jen.Id(t.name).Values()),
+		).Call()
 	}
 }
 

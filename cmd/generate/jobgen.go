@@ -55,6 +55,7 @@ func genJob(m *jobModel, dir string) (map[string][]byte, error) {
 		"validate.gen.go": m.validateFile(),
 		"fast.gen.go":     fast,
 		"hook.gen.go":     m.hookFile(),
+		"rules.gen.go":    m.rulesFile(),
 	}
 	out := map[string][]byte{}
 	for name, f := range files {

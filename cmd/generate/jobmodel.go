@@ -26,6 +26,8 @@ type jobModel struct {
 	versionDoc    string
 	reserved      []reservedRule
 	forbidden     []forbiddenRule
+	after         []afterRule // x-after (rulesgen.go)
+	inAll         []inAllRule // x-maxItemsInAll (rulesgen.go)
 }
 
 type typeDef struct {
@@ -120,6 +122,9 @@ func (m *jobModel) read() error {
 		return err
 	}
 	if err := m.readReserved(props); err != nil {
+		return err
+	}
+	if err := m.readCrossRules(clearSchema); err != nil {
 		return err
 	}
 	return m.findForbidden(r)

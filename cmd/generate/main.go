@@ -42,7 +42,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "generate:", err)
 		os.Exit(1)
 	}
-	if files[vectorsPath], err = Vectors(); err != nil {
+	if files[vectorsPath], err = Vectors(os.DirFS(*schemaDir)); err != nil {
 		fmt.Fprintln(os.Stderr, "generate:", err)
 		os.Exit(1)
 	}

@@ -246,6 +246,12 @@ func (m *jobModel) reservedRuleNames() string {
 	for _, r := range m.reserved {
 		names = append(names, r.rule)
 	}
+	if len(m.after) > 0 {
+		names = append(names, afterRuleName)
+	}
+	if len(m.inAll) > 0 {
+		names = append(names, inAllRuleName)
+	}
 	if len(names) == 0 {
 		return "none in this schema"
 	}
@@ -429,7 +435,7 @@ func (m *jobModel) ruleDecls(f *jen.File) {
 	})
 
 	f.Line()
-	f.Comment(comment(fmt.Sprintf("checkReserved applies reservedRules to a clear job (one without %s); a sealed job has none of those properties.", m.discriminator)))
+	f.Comment(comment(fmt.Sprintf("checkReserved applies reservedRules and the cross-field rules (checkRules, rules.gen.go) to a clear job (one without %s); a sealed job has none of those properties.", m.discriminator)))
 	f.Func().Id("checkReserved").Params(id("v").Any()).Index().Id("FieldError").Block(
 		jen.List(id("job"), id("ok")).Op(":=").Id("v").Assert(jen.Map(jen.String()).Any()),
 		jen.If(jen.Op("!").Id("ok")).Block(ret(jen.Nil())),
@@ -444,7 +450,7 @@ func (m *jobModel) ruleDecls(f *jen.File) {
 				),
 			),
 		),
-		ret(id("errs")),
+		ret(jen.Append(id("errs"), id("checkRules").Call(id("job")).Op("..."))),
 	)
 
 	f.Line()

@@ -5,8 +5,13 @@
 // Content-IDs, the codec's associated data and the macs (bound to the
 // namespace, the queue and the id) with Node's crypto, written here apart
 // from the Go code. It opens the stored vectors as a worker does, where
-// each is leased, and derives the job id as a worker does. Run: node check.js
-// (after npm ci). It exits 1 when any vector disagrees.
+// each is leased, and derives the job id as a worker does; it reads the raw
+// ones byte by byte as the producer and the worker must (a strict scanner of
+// its own), and gives Go's verdict on every one: the formats mailbox and
+// date-time as Go reads them, the cross-field rules the schema holds in its
+// x- extensions, and the errors jsonschema/v6 reports (docs/wire.md, "The
+// vectors"). Run: node check.js (after npm ci). It exits 1 when any vector
+// disagrees.
 
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
@@ -43,65 +48,256 @@ function jcs(v) {
   }
 }
 
-// parseStrict is JSON.parse that refuses an object with two members of one
-// name (I-JSON), which JSON.parse would read as the last one.
-function parseStrict(text) {
+// ---- a strict reading of JSON text (docs/wire.md, "What a worker checks") ----
+
+// JSONFault is a text that is not the one JSON value every reader reads
+// alike; pointer is the RFC 6901 pointer of the value at fault ("" for the
+// whole text).
+class JSONFault extends SyntaxError {
+  constructor(message, pointer) {
+    super(message);
+    this.pointer = pointer;
+  }
+}
+
+const literal = /true|false|null|(-?(?:0|[1-9]\d*))(\.\d+)?([eE][+-]?\d+)?/y;
+
+// maxDepth is encoding/json's: arrays and objects nest at most this deep.
+const maxDepth = 10000;
+
+// scanStrict reads text (a JS string, from UTF-8 already checked) as one
+// JSON value, refusing what JSON.parse would read silently in its own way:
+// an object with two members of one name (I-JSON, RFC 7493), a \u escape of
+// a lone surrogate, an integer beyond 2^53-1 (Number.MAX_SAFE_INTEGER) and a
+// number beyond a double, nesting deeper than maxDepth. It returns the
+// value, read by JSON.parse once the text passed.
+function scanStrict(text) {
   let i = 0;
+  const at = (path) => path.map((t) => '/' + escapePointer(t)).join('');
+  const fail = (msg, path) => { throw new JSONFault(msg, path === undefined ? '' : at(path)); };
   const ws = () => { while (i < text.length && ' \t\n\r'.includes(text[i])) i++; };
-  const str = () => {
-    const start = i++;
-    while (text[i] !== '"') { if (i >= text.length) throw new SyntaxError('unterminated string'); if (text[i] === '\\') i++; i++; }
+  const str = (path) => {
+    if (text[i] !== '"') fail('a string expected');
+    let out = '';
     i++;
-    return JSON.parse(text.slice(start, i));
+    for (;;) {
+      if (i >= text.length) fail('unterminated string');
+      const c = text.charCodeAt(i);
+      if (c === 0x22) { i++; break; }
+      if (c < 0x20) fail('a control character in a string', path);
+      if (c !== 0x5c) { out += text[i++]; continue; }
+      const e = text[i + 1];
+      const simple = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' }[e];
+      if (simple !== undefined) { out += simple; i += 2; continue; }
+      if (e !== 'u' || !/^[0-9A-Fa-f]{4}$/.test(text.slice(i + 2, i + 6))) fail('a bad escape', path);
+      const u = parseInt(text.slice(i + 2, i + 6), 16);
+      i += 6;
+      if (u >= 0xdc00 && u <= 0xdfff) fail('a \\u escape of a lone low surrogate', path);
+      if (u >= 0xd800 && u <= 0xdbff) {
+        const lo = /^\\u([0-9A-Fa-f]{4})/.exec(text.slice(i, i + 6));
+        const l = lo ? parseInt(lo[1], 16) : 0;
+        if (!(l >= 0xdc00 && l <= 0xdfff)) fail('a \\u escape of a lone high surrogate', path);
+        out += String.fromCharCode(u, l);
+        i += 6;
+        continue;
+      }
+      out += String.fromCharCode(u);
+    }
+    return out;
+  };
+  // The value at path; containers are walked with a stack of their own
+  // (a job may nest deeper than the call stack).
+  const scalar = (path) => {
+    if (text[i] === '"') { str(path); return; }
+    literal.lastIndex = i;
+    const m = literal.exec(text);
+    if (!m) fail('a value expected');
+    i += m[0].length;
+    if (m[1] !== undefined) {
+      const n = Number(m[0]);
+      if (!Number.isFinite(n)) fail('a number beyond a double', path);
+      if (m[2] === undefined && m[3] === undefined && !Number.isSafeInteger(n)) fail('an integer beyond 2^53-1', path);
+    }
+  };
+  const stack = []; // {close, names, n, path}
+  // enter starts the value at path: a scalar is read whole, a container is
+  // pushed. It reports whether a container was pushed.
+  const enter = (path) => {
+    ws();
+    const c = text[i];
+    if (c !== '{' && c !== '[') { scalar(path); return false; }
+    if (stack.length + 1 > maxDepth) fail('nests deeper than ' + maxDepth);
+    i++;
+    stack.push({ close: c === '{' ? '}' : ']', names: c === '{' ? new Set() : null, n: 0, path });
+    return true;
+  };
+  // member reads the next member's name (and colon) of the top object, or
+  // takes the next index of the top array, and returns the member's path.
+  const member = (top) => {
+    if (!top.names) return [...top.path, String(top.n++)];
+    ws();
+    let name;
+    try {
+      name = str(top.path);
+    } catch (err) {
+      if (err instanceof JSONFault) err.pointer = at(top.path); // a bad name is its object's fault
+      throw err;
+    }
+    if (top.names.has(name)) fail('a name appears twice in one object', [...top.path, name]);
+    top.names.add(name);
+    ws(); if (text[i++] !== ':') fail(': expected');
+    return [...top.path, name];
   };
   const value = () => {
-    ws();
-    if (text[i] === '{') {
-      i++; ws();
-      const names = new Set();
-      if (text[i] === '}') { i++; return; }
-      for (;;) {
-        ws();
-        if (text[i] !== '"') throw new SyntaxError('a name expected');
-        const name = str();
-        if (names.has(name)) throw new SyntaxError('a name appears twice in one object');
-        names.add(name);
-        ws(); if (text[i++] !== ':') throw new SyntaxError(': expected');
-        value(); ws();
-        if (text[i] === ',') { i++; continue; }
-        if (text[i++] === '}') return;
-        throw new SyntaxError(', or } expected');
+    if (!enter([])) return;
+    let first = true;
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1];
+      ws();
+      if (first && text[i] === top.close) { i++; stack.pop(); first = false; continue; }
+      if (!first) {
+        if (text[i] === ',') i++;
+        else if (text[i] === top.close) { i++; stack.pop(); continue; }
+        else fail(', or ' + top.close + ' expected');
       }
+      first = enter(member(top));
     }
-    if (text[i] === '[') {
-      i++; ws();
-      if (text[i] === ']') { i++; return; }
-      for (;;) {
-        value(); ws();
-        if (text[i] === ',') { i++; continue; }
-        if (text[i++] === ']') return;
-        throw new SyntaxError(', or ] expected');
-      }
-    }
-    if (text[i] === '"') { str(); return; }
-    const m = /^(?:true|false|null|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?)/.exec(text.slice(i));
-    if (!m) throw new SyntaxError('a value expected');
-    i += m[0].length;
   };
   value(); ws();
-  if (i !== text.length) throw new SyntaxError('data after the value');
+  if (i !== text.length) fail('data after the value');
   return JSON.parse(text);
+}
+
+// parseStrict is scanStrict: the reading of a stored job's text.
+const parseStrict = scanStrict;
+
+// decodeUTF8 reads bytes that must be UTF-8 (RFC 8259 section 8.1): no
+// overlong form, no encoded surrogate, nothing cut short.
+function decodeUTF8(bytes) {
+  return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+}
+
+// badUTF8Pointer returns the pointer of the string that holds the first
+// bytes that are not UTF-8 (of the object, for a name): the text is scanned
+// with each bad sequence made a control character, which a string may not
+// hold raw.
+function badUTF8Pointer(bytes) {
+  const text = new TextDecoder('utf-8').decode(bytes);
+  let ptr = '';
+  try {
+    scanStrict(text.replace(/\uFFFD/g, '\u0001'));
+  } catch (err) {
+    if (err instanceof JSONFault) ptr = err.pointer;
+  }
+  return ptr;
+}
+
+// maxJobBytes is mailqueue.DefaultMaxJobBytes.
+const maxJobBytes = 256 << 10;
+
+// readRaw is the producer's reading of a job given as bytes: the size
+// first, then UTF-8, then the strict scan. It returns {job} or {errors}.
+function readRaw(bytes) {
+  if (bytes.length > maxJobBytes) return { errors: [['', 'maxJobBytes']] };
+  let text;
+  try {
+    text = decodeUTF8(bytes);
+  } catch {
+    return { errors: [[badUTF8Pointer(bytes), 'json']] };
+  }
+  try {
+    return { job: scanStrict(text) };
+  } catch (err) {
+    if (err instanceof JSONFault) return { errors: [[err.pointer, 'json']] };
+    throw err;
+  }
 }
 
 // ---- the schema ----------------------------------------------------------
 
-// mailbox approximates the Go validator's format (net/mail.ParseAddress):
-// an addr-spec, or a display name and an addr-spec in angle brackets.
-const addrSpec = /^[^\s@<>()[\]\\,;:"]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/;
+// mailbox is the Go validator's format mailbox (validateMailbox in
+// gen/jobv1, after net/mail.ParseAddress): an addr-spec, or a display name
+// and an addr-spec in angle brackets; the addr-spec's local part and domain
+// dot-atoms (RFC 5322 atext, and any character beyond ASCII that is not
+// white space or a control character, as RFC 6531 allows: user@bücher.example
+// is a mailbox), or the domain an address literal in brackets; a quoted local
+// part only when what it quotes is a dot-atom itself (net/mail unquotes it);
+// a display name of atoms, quoted strings and comments (not nested), with no
+// '@' in it; no invisible character (format, or default
+// ignorable but a variation selector: Go's unicode.Cf and
+// Other_Default_Ignorable_Code_Point) in the address.
+const atom = String.raw`(?:[A-Za-z0-9!#$%&'*+\-/=?^_\x60{|}~]|(?![\p{White_Space}\p{Cc}\uFFFD])[^\x00-\x7f])+`;
+const dotAtom = new RegExp(`^${atom}(?:\\.${atom})*$`, 'u');
+const addrLiteral = /^\[[^\x00-\x20\x7f-\x9f[\]\\<>"]+\]$/u;
+const phraseWord = String.raw`(?:[^\x00-\x20\x7f()<>[\]:;@\\,"]+|"(?:[^"\\\r\n]|\\[^\r\n])*"|\((?:[^()\\\r\n]|\\[^\r\n])*\))`;
+const angleForm = new RegExp(String.raw`^[ \t]*(${phraseWord}(?:[ \t]+${phraseWord})*)?[ \t]*<([^<>]*)>[ \t]*$`, 'u');
+const invisible = /\p{Cf}|(?!\p{Variation_Selector})\p{Default_Ignorable_Code_Point}/u;
+function addrSpecOK(a) {
+  const at = a.lastIndexOf('@');
+  if (at <= 0 || at === a.length - 1) return false;
+  let local = a.slice(0, at);
+  const domain = a.slice(at + 1);
+  const quoted = /^"((?:[^"\\]|\\.)*)"$/su.exec(local);
+  if (quoted) local = quoted[1].replace(/\\(.)/gsu, '$1');
+  if (!dotAtom.test(local)) return false;
+  if (!dotAtom.test(domain) && !addrLiteral.test(domain)) return false;
+  return !invisible.test(local + '@' + domain);
+}
 function mailbox(s) {
   if (/[\r\n]/.test(s)) return false;
-  const m = /^(?:"[^"\\@]*"|[^<>"@]*?)\s*<([^<>]+)>$/.exec(s); // no '@' in a display name
-  return addrSpec.test(m ? m[1] : s);
+  const m = angleForm.exec(s);
+  if (m) return !(m[1] || '').includes('@') && addrSpecOK(m[2]);
+  return addrSpecOK(s.replace(/^[ \t]+|[ \t]+$/g, ''));
+}
+
+// dateTime is the format date-time as the Go validator (jsonschema/v6)
+// reads RFC 3339 section 5.6: T and Z in either case, the offset with its
+// colon, a real day of the month, a leap second only at 23:59:60 UTC.
+const dateTimeRE = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/;
+function daysIn(y, m) {
+  return m === 2 ? (y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0) ? 29 : 28) : [4, 6, 9, 11].includes(m) ? 30 : 31;
+}
+function instantOf(s) {
+  const m = dateTimeRE.exec(s);
+  if (!m) return null;
+  const [y, mo, d, h, mi, se] = m.slice(1, 7).map(Number);
+  if (mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) || h > 23 || mi > 59 || se > 60) return null;
+  let offset = 0;
+  if (m[8]) {
+    const oh = Number(m[9]);
+    const om = Number(m[10]);
+    if (oh > 23 || om > 59) return null;
+    offset = (m[8] === '-' ? -1 : 1) * (oh * 60 + om);
+  }
+  // Seconds from the epoch, exact in a double for years 0 to 9999; a leap
+  // second counts as the first second of the next minute.
+  const date = new Date(0);
+  date.setUTCFullYear(y, mo - 1, d);
+  date.setUTCHours(0, 0, 0, 0);
+  const sec = date.getTime() / 1000 + h * 3600 + mi * 60 + se - offset * 60;
+  return { sec, frac: (m[7] || '').replace(/0+$/, ''), utcMinutes: ((h * 60 + mi - offset) % 1440 + 1440) % 1440, leap: se === 60 };
+}
+function dateTime(s) {
+  const t = instantOf(s);
+  return t !== null && (!t.leap || t.utcMinutes === 23 * 60 + 59);
+}
+function compareInstants(a, b) {
+  const x = instantOf(a);
+  const y = instantOf(b);
+  if (!x || !y) return null;
+  if (x.sec !== y.sec) return x.sec < y.sec ? -1 : 1;
+  const n = Math.max(x.frac.length, y.frac.length);
+  const fx = x.frac.padEnd(n, '0');
+  const fy = y.frac.padEnd(n, '0');
+  return fx < fy ? -1 : fx > fy ? 1 : 0;
+}
+
+// goBase64 is what Go's base64.StdEncoding.DecodeString takes (the
+// schema's contentEncoding, which jsonschema/v6 asserts and ajv does not):
+// the standard alphabet with its padding, CR and LF ignored.
+function goBase64(s) {
+  const t = s.replace(/[\r\n]/g, '');
+  return t.length % 4 === 0 && /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(t);
 }
 
 // Strict, but for two rules of ajv's own that this valid 2020-12 schema
@@ -110,21 +306,65 @@ function mailbox(s) {
 const ajv = new Ajv2020({ allErrors: true, strict: true, strictRequired: false, strictTypes: false, verbose: true });
 addFormats(ajv);
 ajv.addFormat('mailbox', { type: 'string', validate: mailbox });
-for (const keyword of ['x-enum-doc', 'x-reservedHeaders']) ajv.addKeyword({ keyword }); // annotations
+ajv.addFormat('date-time', { type: 'string', validate: dateTime });
+// Annotations, and the rules the schema cannot say, applied below.
+for (const keyword of ['x-enum-doc', 'x-reservedHeaders', 'x-after', 'x-maxItemsInAll']) ajv.addKeyword({ keyword });
 const validate = ajv.compile(schema);
 
 const reserved = schema.$defs.clear.properties.headers['x-reservedHeaders'];
+
+// crossFieldErrors applies the rules of the clear shape that JSON Schema
+// cannot say (docs/wire.md, "The checks every producer must add"), read from
+// the schema's x-after and x-maxItemsInAll, and the contentEncoding that
+// ajv does not assert, each reported as the Go validator does.
+function crossFieldErrors(job) {
+  const out = [];
+  for (const [prop, than] of Object.entries(schema.$defs.clear['x-after'] || {})) {
+    if (typeof job[prop] !== 'string' || typeof job[than] !== 'string') continue;
+    const c = compareInstants(job[prop], job[than]);
+    if (c !== null && c <= 0) out.push(['/' + escapePointer(prop), 'after']);
+  }
+  for (const r of schema.$defs.clear['x-maxItemsInAll'] || []) {
+    const n = r.properties.reduce((sum, p) => sum + (Array.isArray(job[p]) ? job[p].length : 0), 0);
+    if (n > r.maxItems) out.push(['/' + escapePointer(r.properties[0]), 'maxItemsInAll']);
+  }
+  if (Array.isArray(job.attachments)) {
+    job.attachments.forEach((a, i) => {
+      if (a && typeof a === 'object' && typeof a.content === 'string' && !goBase64(a.content)) out.push([`/attachments/${i}/content`, 'contentEncoding']);
+    });
+  }
+  return out;
+}
 const escapePointer = (s) => s.replace(/~/g, '~0').replace(/\//g, '~1');
+
+// goErrors keeps of ajv's errors (allErrors) those the Go validator
+// reports: jsonschema/v6 stops a subschema at the first of type, const,
+// enum and format that fails, in that order, whose error is then the
+// subschema's only one.
+const firstOnly = ['type', 'const', 'enum', 'format'];
+function goErrors(errors) {
+  const group = (e) => e.instancePath + ' ' + e.schemaPath.slice(0, e.schemaPath.lastIndexOf('/'));
+  const winner = new Map();
+  for (const e of errors) {
+    const rank = firstOnly.indexOf(e.keyword);
+    if (rank >= 0 && !(winner.get(group(e)) <= rank)) winner.set(group(e), rank);
+  }
+  return errors.filter((e) => !winner.has(group(e)) || firstOnly.indexOf(e.keyword) === winner.get(group(e)));
+}
 
 // fieldErrors validates a job and returns its errors as [pointer, rule],
 // each where the Go validator puts it, sorted.
 function fieldErrors(job) {
   const out = [];
   if (!validate(job)) {
-    for (const e of validate.errors) {
+    for (const e of goErrors(validate.errors)) {
+      if (e.propertyName !== undefined) continue; // the cause of a propertyNames error, below
       switch (e.keyword) {
         case 'if': case 'then': case 'else': case 'allOf': case 'anyOf': case 'oneOf':
           break; // wrappers of the errors below
+        case 'propertyNames':
+          out.push([e.instancePath + '/' + escapePointer(e.params.propertyName), 'propertyNames']);
+          break;
         case 'required':
           out.push([e.instancePath + '/' + escapePointer(e.params.missingProperty), 'required']);
           break;
@@ -148,6 +388,7 @@ function fieldErrors(job) {
       }
     }
   }
+  if (job && typeof job === 'object' && !Array.isArray(job) && !('enc' in job)) out.push(...crossFieldErrors(job));
   const seen = new Set();
   return out.filter(([p, r]) => !seen.has(p + ' ' + r) && seen.add(p + ' ' + r))
     .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
@@ -272,6 +513,18 @@ function open(text, keys, codec, at, codecKey) {
   return { action: 'open' };
 }
 
+// openBytes is open for stored bytes: the size and UTF-8 first.
+function openBytes(bytes) {
+  if (bytes.length > 2 * maxJobBytes) return { action: 'fail', code: 'queue.invalid_job' }; // a worker reads twice MaxJobBytes
+  let text;
+  try {
+    text = decodeUTF8(bytes);
+  } catch {
+    return { action: 'fail', code: 'queue.invalid_job' };
+  }
+  return open(text, [], '', { namespace: 'mail', queue: '', id: 'an-id' });
+}
+
 // ---- the vectors -----------------------------------------------------------
 
 let passed = 0;
@@ -304,6 +557,17 @@ for (const v of vectors.invalid) {
     assert.deepEqual(fieldErrors(v.job), v.errors.map((e) => [e.pointer, e.rule]));
     assert.equal(v.code, 'queue.invalid_job');
     assert.deepEqual(open(JSON.stringify(v.job), [], '', { namespace: 'mail', queue: '', id: 'an-id' }), dropEmptyCode(v.worker));
+  });
+}
+for (const v of vectors.raw) {
+  check(`raw: ${v.name}`, () => {
+    const bytes = Buffer.concat(v.parts.flatMap((p) => Array(p.repeat || 1).fill(Buffer.from(p.base64, 'base64'))));
+    const read = readRaw(bytes);
+    const errors = read.errors || fieldErrors(read.job);
+    assert.deepEqual(errors, (v.errors || []).map((e) => [e.pointer, e.rule]));
+    assert.equal(errors.length === 0, v.valid);
+    assert.equal(v.code || '', v.valid ? '' : 'queue.invalid_job');
+    assert.deepEqual(openBytes(bytes), dropEmptyCode(v.worker));
   });
 }
 for (const v of vectors.ids) {

@@ -362,7 +362,12 @@ func decodeJob(d *schemafast.Decoder, o map[string]any) *Job {
 				}
 				out := make([]Attachment, len(a))
 				for i, x := range a {
-					out[i] = *decodeAttachment(d, d.Object(x))
+					out[i] = func() Attachment {
+						if p := decodeAttachment(d, d.Object(x)); p != nil {
+							return *p
+						}
+						return Attachment{}
+					}()
 				}
 				return out
 			}()

@@ -23,75 +23,72 @@ var fastClass1 = &schemafast.Class{
 	NonASCII: false,
 }
 
-// fastClass2 is the class of ^[^\x00-\x1f\x7f]+$.
-var fastClass2 = &schemafast.Class{
+var fastRE2 = regexp.MustCompile("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-5][0-9](\\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$")
+
+// fastClass3 is the class of ^[^\x00-\x1f\x7f]+$.
+var fastClass3 = &schemafast.Class{
 	Hi:       uint64(0x7fffffffffffffff),
 	Lo:       uint64(0xffffffff00000000),
 	NonASCII: true,
 }
 
-// fastClass3 is the class of ^[A-Za-z0-9._:-]+$.
-var fastClass3 = &schemafast.Class{
+// fastClass4 is the class of ^[A-Za-z0-9._:-]+$.
+var fastClass4 = &schemafast.Class{
 	Hi:       uint64(0x7fffffe87fffffe),
 	Lo:       uint64(0x7ff600000000000),
 	NonASCII: false,
 }
 
-// fastClass4 is the class of ^[A-Za-z0-9_-]{43}$.
-var fastClass4 = &schemafast.Class{
+// fastClass5 is the class of ^[A-Za-z0-9_-]{43}$.
+var fastClass5 = &schemafast.Class{
 	Hi:       uint64(0x7fffffe87fffffe),
 	Lo:       uint64(0x3ff200000000000),
 	NonASCII: false,
 }
 
-var fastRE5 = regexp.MustCompile("^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
+var fastRE6 = regexp.MustCompile("^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
 
-// fastClass6 is the class of ^[^\r\n]*$.
-var fastClass6 = &schemafast.Class{
+// fastClass7 is the class of ^[^\r\n]*$.
+var fastClass7 = &schemafast.Class{
 	Hi:       uint64(0xffffffffffffffff),
 	Lo:       uint64(0xffffffffffffdbff),
 	NonASCII: true,
 }
 
-var fastRE7 = regexp.MustCompile("^[A-Za-z0-9][A-Za-z0-9._-]*$")
+var fastRE8 = regexp.MustCompile("^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
-var fastRE8 = regexp.MustCompile("^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$")
+var fastRE9 = regexp.MustCompile("^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$")
 
-// fastClass9 is the class of ^[^\x00-\x08\x0a-\x1f\x7f]*$.
-var fastClass9 = &schemafast.Class{
-	Hi:       uint64(0x7fffffffffffffff),
-	Lo:       uint64(0xffffffff00000200),
-	NonASCII: true,
-}
+var fastRE10 = regexp.MustCompile("^ *(?:[^ \\x00-\\x08\\x0a-\\x1f\\x7f]{1,920} +)*[^ \\x00-\\x08\\x0a-\\x1f\\x7f]{0,920}$")
 
-// fastClass10 is the class of ^[^\x00-\x1f\x7f]*$.
-var fastClass10 = &schemafast.Class{
+// fastClass11 is the class of ^[^\x00-\x1f\x7f]*$.
+var fastClass11 = &schemafast.Class{
 	Hi:       uint64(0x7fffffffffffffff),
 	Lo:       uint64(0xffffffff00000000),
 	NonASCII: true,
 }
 
-// fastClass11 is the class of ^[!-9;-~]{1,76}$.
-var fastClass11 = &schemafast.Class{
+// fastClass12 is the class of ^[!-9;-~]{1,76}$.
+var fastClass12 = &schemafast.Class{
 	Hi:       uint64(0x7fffffffffffffff),
 	Lo:       uint64(0xfbfffffe00000000),
 	NonASCII: false,
 }
 
-// fastClass12 is the class of ^[^\r\n/\\]+$.
-var fastClass12 = &schemafast.Class{
+// fastClass13 is the class of ^[^\r\n/\\]+$.
+var fastClass13 = &schemafast.Class{
 	Hi:       uint64(0xffffffffefffffff),
 	Lo:       uint64(0xffff7fffffffdbff),
 	NonASCII: true,
 }
 
-var fastRE13 = regexp.MustCompile("^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$")
+var fastRE14 = regexp.MustCompile("^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$")
 
-var fastRE14 = regexp.MustCompile("^[A-Za-z0-9+/]*={0,2}$")
+var fastRE15 = regexp.MustCompile("^[A-Za-z0-9+/]*={0,2}$")
 
-var fastRE15 = regexp.MustCompile("^[^<>@\\s\"]+@[^<>@\\s\"]+$")
+var fastRE16 = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@[^\\x00-\\x20\"(),:;<>@\\[\\\\\\]\\x7f-\\xa0]+$")
 
-var fastRE16 = regexp.MustCompile("^<[^<>@\\s\"]+@[^<>@\\s\"]+>$")
+var fastRE17 = regexp.MustCompile("^<[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@[^\\x00-\\x20\"(),:;<>@\\\\\\x7f-\\xa0]+>$")
 
 // fast5 checks /$defs/version of the schema.
 func fast5(v any) bool {
@@ -136,6 +133,12 @@ func fast9(v any) bool {
 		return false
 	}
 	if s, ok := v.(string); ok {
+		if !schemafast.Length(s, 0, 64) {
+			return false
+		}
+		if !fastRE2.MatchString(s) {
+			return false
+		}
 		if !schemafast.DateTime(s) {
 			return false
 		}
@@ -160,7 +163,7 @@ func fast11(v any) bool {
 		if !schemafast.Length(s, 1, 256) {
 			return false
 		}
-		if !schemafast.Repeat(s, fastClass2, 1, -1) {
+		if !schemafast.Repeat(s, fastClass3, 1, -1) {
 			return false
 		}
 	}
@@ -184,7 +187,7 @@ func fast13(v any) bool {
 		if !schemafast.Length(s, 1, 64) {
 			return false
 		}
-		if !schemafast.Repeat(s, fastClass3, 1, -1) {
+		if !schemafast.Repeat(s, fastClass4, 1, -1) {
 			return false
 		}
 	}
@@ -205,7 +208,7 @@ func fast15(v any) bool {
 		return false
 	}
 	if s, ok := v.(string); ok {
-		if !schemafast.Repeat(s, fastClass4, 43, 43) {
+		if !schemafast.Repeat(s, fastClass5, 43, 43) {
 			return false
 		}
 	}
@@ -226,7 +229,7 @@ func fast18(v any) bool {
 		return false
 	}
 	if s, ok := v.(string); ok {
-		if !fastRE5.MatchString(s) {
+		if !fastRE6.MatchString(s) {
 			return false
 		}
 	}
@@ -242,7 +245,7 @@ func fast19(v any) bool {
 		if !schemafast.Length(s, 0, 512) {
 			return false
 		}
-		if !schemafast.Repeat(s, fastClass6, 0, -1) {
+		if !schemafast.Repeat(s, fastClass7, 0, -1) {
 			return false
 		}
 	}
@@ -390,7 +393,7 @@ func fast25(v any) bool {
 		if !schemafast.Length(s, 1, 200) {
 			return false
 		}
-		if !fastRE7.MatchString(s) {
+		if !fastRE8.MatchString(s) {
 			return false
 		}
 	}
@@ -414,7 +417,7 @@ func fast27(v any) bool {
 		if !schemafast.Length(s, 0, 35) {
 			return false
 		}
-		if !fastRE8.MatchString(s) {
+		if !fastRE9.MatchString(s) {
 			return false
 		}
 	}
@@ -430,7 +433,7 @@ func fast28(v any) bool {
 		if !schemafast.Length(s, 1, 998) {
 			return false
 		}
-		if !schemafast.Repeat(s, fastClass9, 0, -1) {
+		if !fastRE10.MatchString(s) {
 			return false
 		}
 	}
@@ -489,7 +492,7 @@ func fast33(v any) bool {
 		if !schemafast.Length(s, 3, 320) {
 			return false
 		}
-		if !schemafast.Repeat(s, fastClass10, 0, -1) {
+		if !schemafast.Repeat(s, fastClass11, 0, -1) {
 			return false
 		}
 		if validateMailbox(s) != nil {
@@ -521,7 +524,7 @@ func fast35(v any) bool {
 		return false
 	}
 	if a, ok := v.([]any); ok {
-		if len(a) > 100 {
+		if len(a) > 1000 {
 			return false
 		}
 		for _, x := range a {
@@ -573,7 +576,7 @@ func fast39(v any) bool {
 // fast41 checks /$defs/clear/properties/headers/propertyNames of the schema.
 func fast41(v any) bool {
 	if s, ok := v.(string); ok {
-		if !schemafast.Repeat(s, fastClass11, 1, 76) {
+		if !schemafast.Repeat(s, fastClass12, 1, 76) {
 			return false
 		}
 	}
@@ -589,7 +592,7 @@ func fast42(v any) bool {
 		if !schemafast.Length(s, 0, 998) {
 			return false
 		}
-		if !schemafast.Repeat(s, fastClass9, 0, -1) {
+		if !fastRE10.MatchString(s) {
 			return false
 		}
 	}
@@ -629,7 +632,7 @@ func fast46(v any) bool {
 		if !schemafast.Length(s, 1, 255) {
 			return false
 		}
-		if !schemafast.Repeat(s, fastClass12, 1, -1) {
+		if !schemafast.Repeat(s, fastClass13, 1, -1) {
 			return false
 		}
 	}
@@ -645,7 +648,7 @@ func fast47(v any) bool {
 		if !schemafast.Length(s, 0, 255) {
 			return false
 		}
-		if !fastRE13.MatchString(s) {
+		if !fastRE14.MatchString(s) {
 			return false
 		}
 	}
@@ -658,7 +661,7 @@ func fast48(v any) bool {
 		return false
 	}
 	if s, ok := v.(string); ok {
-		if !fastRE14.MatchString(s) {
+		if !fastRE15.MatchString(s) {
 			return false
 		}
 		if !schemafast.Base64(s) {
@@ -677,7 +680,7 @@ func fast49(v any) bool {
 		if !schemafast.Length(s, 1, 1024) {
 			return false
 		}
-		if !schemafast.Repeat(s, fastClass2, 1, -1) {
+		if !schemafast.Repeat(s, fastClass3, 1, -1) {
 			return false
 		}
 	}
@@ -693,7 +696,7 @@ func fast50(v any) bool {
 		if !schemafast.Length(s, 0, 250) {
 			return false
 		}
-		if !fastRE15.MatchString(s) {
+		if !fastRE16.MatchString(s) {
 			return false
 		}
 	}
@@ -816,7 +819,7 @@ func fast54(v any) bool {
 		if !schemafast.Length(s, 0, 250) {
 			return false
 		}
-		if !fastRE16.MatchString(s) {
+		if !fastRE17.MatchString(s) {
 			return false
 		}
 	}
@@ -832,7 +835,7 @@ func fast56(v any) bool {
 		if !schemafast.Length(s, 1, 256) {
 			return false
 		}
-		if !schemafast.Repeat(s, fastClass2, 1, -1) {
+		if !schemafast.Repeat(s, fastClass3, 1, -1) {
 			return false
 		}
 	}
@@ -853,6 +856,12 @@ func fast57(v any) bool {
 		return false
 	}
 	if s, ok := v.(string); ok {
+		if !schemafast.Length(s, 0, 64) {
+			return false
+		}
+		if !fastRE2.MatchString(s) {
+			return false
+		}
 		if !schemafast.DateTime(s) {
 			return false
 		}
@@ -866,6 +875,12 @@ func fast58(v any) bool {
 		return false
 	}
 	if s, ok := v.(string); ok {
+		if !schemafast.Length(s, 0, 64) {
+			return false
+		}
+		if !fastRE2.MatchString(s) {
+			return false
+		}
 		if !schemafast.DateTime(s) {
 			return false
 		}
@@ -882,7 +897,7 @@ func fast59(v any) bool {
 		if !schemafast.Length(s, 1, 128) {
 			return false
 		}
-		if !schemafast.Repeat(s, fastClass2, 1, -1) {
+		if !schemafast.Repeat(s, fastClass3, 1, -1) {
 			return false
 		}
 	}

@@ -38,7 +38,9 @@ type Job struct {
 
 	// Subject is the subject. Required for a content job; for a template job it
 	// overrides the template's subject when given. No control character but the
-	// tab (no CR or LF).
+	// tab (no CR or LF), and no run of more than 920 characters without a space:
+	// the worker folds the field at spaces, and 'Subject: ' and the longest run
+	// must fit on one line of RFC 5322's 998 characters (section 2.1.1).
 	Subject string `json:"subject,omitempty"`
 
 	// Content is the rendered bodies of a content job: an HTML part, a text part,
@@ -60,9 +62,13 @@ type Job struct {
 	// ReplyTo is the mailboxes replies go to (RFC 5322 Reply-To).
 	ReplyTo []string `json:"replyTo,omitempty"`
 
-	// Headers: extra header fields, by name. A name is printable ASCII without ':'
-	// (RFC 5322 section 3.6.8); a value has no control character but the tab (no
-	// CR or LF). The headers the kit owns (x-reservedHeaders) are refused.
+	// Headers: extra header fields, by name. A name is 1 to 76 characters of
+	// printable ASCII without ':' (RFC 5322 section 3.6.8); a value has no control
+	// character but the tab (no CR or LF) and no run of more than 920 characters
+	// without a space, so that the name, ': ' and the longest run fit on one line
+	// of RFC 5322's 998 characters (section 2.1.1) when the worker folds the field
+	// at spaces. The headers the kit owns or that only a server writes
+	// (x-reservedHeaders) are refused.
 	Headers map[string]string `json:"headers,omitempty"`
 
 	// Attachments is the attachments: inline bytes, or a reference the worker
@@ -70,7 +76,10 @@ type Job struct {
 	Attachments []Attachment `json:"attachments,omitempty"`
 
 	// MessageID is the Message-ID (RFC 5322 section 3.6.4) with its angle
-	// brackets, fixed at enqueue so every attempt sends the same message.
+	// brackets, fixed at enqueue so every attempt sends the same message:
+	// <left@right>, left a dot-atom of ASCII atext, right ASCII atext, dots and
+	// brackets or an internationalized domain (the worker writes it in A-labels).
+	// No space and no control character (C0, DEL, C1) anywhere.
 	MessageID string `json:"messageId,omitempty"`
 
 	// IdempotencyKey is the key the job is enqueued once under, such as
@@ -78,10 +87,12 @@ type Job struct {
 	// tells of, never an address or a token.
 	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 
-	// ScheduledAt: not sent before this instant (RFC 3339).
+	// ScheduledAt: not sent before this instant (RFC 3339, upper-case T and Z, no
+	// leap second: what Go's time.Parse reads).
 	ScheduledAt *time.Time `json:"scheduledAt,omitempty"`
 
-	// ExpiresAt: not sent after this instant (RFC 3339).
+	// ExpiresAt: not sent after this instant (RFC 3339, as scheduledAt). When
+	// scheduledAt is given too, it must be a later instant (x-after).
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 
 	// TenantID is the tenant the job belongs to: it scopes the idempotency key and
@@ -109,8 +120,8 @@ type Job struct {
 	// (docs/wire.md).
 	MAC string `json:"mac,omitempty"`
 
-	// EnqueuedAt is when the job was enqueued (RFC 3339); the Date header of its
-	// message.
+	// EnqueuedAt is when the job was enqueued (RFC 3339, as scheduledAt); the Date
+	// header of its message.
 	EnqueuedAt *time.Time `json:"enqueuedAt,omitempty"`
 
 	// Trace is the W3C trace context of the producer, which the worker's spans
@@ -175,7 +186,10 @@ type Attachment struct {
 	Ref string `json:"ref,omitempty"`
 
 	// ContentID is the Content-ID without angle brackets, which the HTML
-	// references as cid:...; fixed at enqueue.
+	// references as cid:...; fixed at enqueue: left@right, left ASCII atext and
+	// dots, right ASCII atext and dots or an internationalized domain (the worker
+	// writes it in A-labels). No space and no control character (C0, DEL, C1)
+	// anywhere.
 	ContentID string `json:"contentId,omitempty"`
 
 	// Disposition is how the part is shown.
@@ -258,8 +272,8 @@ type Sealed struct {
 	// (docs/wire.md).
 	Hash string `json:"hash,omitempty"`
 
-	// EnqueuedAt is when the job was enqueued (RFC 3339); the Date header of its
-	// message.
+	// EnqueuedAt is when the job was enqueued (RFC 3339, as scheduledAt); the Date
+	// header of its message.
 	EnqueuedAt *time.Time `json:"enqueuedAt,omitempty"`
 
 	// CorrelationID is what the events of the message share, from the queue to the

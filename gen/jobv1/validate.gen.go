@@ -35,7 +35,8 @@ type FieldError struct {
 
 	// Rule is the schema keyword that failed (required, pattern, format,
 	// additionalProperties, type, maxLength, enum, const, ...) or the rule the
-	// schema cannot say (reservedHeader); json when the data is not JSON.
+	// schema cannot say (reservedHeader, after, maxItemsInAll); json when the data
+	// is not JSON.
 	Rule string
 
 	// Message says what is wrong, in English. It never quotes the bad value, which
@@ -499,13 +500,14 @@ func (r reservedRule) match(name string) bool {
 // shape (Job), read from the schema by cmd/generate.
 var reservedRules = []reservedRule{{
 	message:  "is a header the kit owns and sets itself",
-	names:    []string{"from", "sender", "to", "cc", "bcc", "reply-to", "subject", "message-id", "date", "mime-version", "content-*", "resent-*", "return-path", "received", "dkim-signature", "authentication-results"},
+	names:    []string{"from", "sender", "to", "cc", "bcc", "reply-to", "subject", "message-id", "date", "mime-version", "content-*", "resent-*", "return-path", "received", "dkim-signature", "authentication-results", "delivered-to", "x-original-to", "errors-to", "disposition-notification-to", "arc-*"},
 	property: "headers",
 	rule:     "reservedHeader",
 }}
 
-// checkReserved applies reservedRules to a clear job (one without enc); a
-// sealed job has none of those properties.
+// checkReserved applies reservedRules and the cross-field rules (checkRules,
+// rules.gen.go) to a clear job (one without enc); a sealed job has none of
+// those properties.
 func checkReserved(v any) []FieldError {
 	job, ok := v.(map[string]any)
 	if !ok {
@@ -526,7 +528,7 @@ func checkReserved(v any) []FieldError {
 			}
 		}
 	}
-	return errs
+	return append(errs, checkRules(job)...)
 }
 
 // forbiddenRule is a {"not": {"required": names}} of the schema: each of names

@@ -30,7 +30,7 @@ export interface Job {
    */
   locale?: string;
   /**
-   * The subject. Required for a content job; for a template job it overrides the template's subject when given. No control character but the tab (no CR or LF).
+   * The subject. Required for a content job; for a template job it overrides the template's subject when given. No control character but the tab (no CR or LF), and no run of more than 920 characters without a space: the worker folds the field at spaces, and 'Subject: ' and the longest run must fit on one line of RFC 5322's 998 characters (section 2.1.1).
    */
   subject?: string;
   /**
@@ -58,7 +58,7 @@ export interface Job {
    */
   replyTo?: string[];
   /**
-   * Extra header fields, by name. A name is printable ASCII without ':' (RFC 5322 section 3.6.8); a value has no control character but the tab (no CR or LF). The headers the kit owns (x-reservedHeaders) are refused.
+   * Extra header fields, by name. A name is 1 to 76 characters of printable ASCII without ':' (RFC 5322 section 3.6.8); a value has no control character but the tab (no CR or LF) and no run of more than 920 characters without a space, so that the name, ': ' and the longest run fit on one line of RFC 5322's 998 characters (section 2.1.1) when the worker folds the field at spaces. The headers the kit owns or that only a server writes (x-reservedHeaders) are refused.
    */
   headers?: Record<string, string>;
   /**
@@ -66,7 +66,7 @@ export interface Job {
    */
   attachments?: Attachment[];
   /**
-   * The Message-ID (RFC 5322 section 3.6.4) with its angle brackets, fixed at enqueue so every attempt sends the same message.
+   * The Message-ID (RFC 5322 section 3.6.4) with its angle brackets, fixed at enqueue so every attempt sends the same message: <left@right>, left a dot-atom of ASCII atext, right ASCII atext, dots and brackets or an internationalized domain (the worker writes it in A-labels). No space and no control character (C0, DEL, C1) anywhere.
    */
   messageId?: string;
   /**
@@ -74,11 +74,11 @@ export interface Job {
    */
   idempotencyKey?: string;
   /**
-   * Not sent before this instant (RFC 3339).
+   * Not sent before this instant (RFC 3339, upper-case T and Z, no leap second: what Go's time.Parse reads).
    */
   scheduledAt?: string /* RFC 3339 date-time */;
   /**
-   * Not sent after this instant (RFC 3339).
+   * Not sent after this instant (RFC 3339, as scheduledAt). When scheduledAt is given too, it must be a later instant (x-after).
    */
   expiresAt?: string /* RFC 3339 date-time */;
   /**
@@ -110,7 +110,7 @@ export interface Job {
    */
   mac?: string;
   /**
-   * When the job was enqueued (RFC 3339); the Date header of its message.
+   * When the job was enqueued (RFC 3339, as scheduledAt); the Date header of its message.
    */
   enqueuedAt?: string /* RFC 3339 date-time */;
   /**
@@ -159,7 +159,7 @@ export interface Attachment {
    */
   ref?: string;
   /**
-   * The Content-ID without angle brackets, which the HTML references as cid:...; fixed at enqueue.
+   * The Content-ID without angle brackets, which the HTML references as cid:...; fixed at enqueue: left@right, left ASCII atext and dots, right ASCII atext and dots or an internationalized domain (the worker writes it in A-labels). No space and no control character (C0, DEL, C1) anywhere.
    */
   contentId?: string;
   /**
@@ -205,7 +205,7 @@ export interface Sealed {
    */
   hash: string;
   /**
-   * When the job was enqueued (RFC 3339); the Date header of its message.
+   * When the job was enqueued (RFC 3339, as scheduledAt); the Date header of its message.
    */
   enqueuedAt?: string /* RFC 3339 date-time */;
   /**

@@ -92,13 +92,24 @@ func Length(s string, least, most int) bool {
 	return n >= least && (most < 0 || n <= most)
 }
 
-var dateTimeRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$`)
+var dateTimeRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$`)
 
 // DateTime reports whether s is an RFC 3339 date-time in its plain form
-// (upper-case T and Z, at most nanoseconds) that names a real instant.
+// (upper-case T and Z) that names a real instant. A fraction may have any
+// count of digits, as RFC 3339 allows; the digits past the ninth do not
+// change whether the instant is real, so only nine are given to time.Parse.
 func DateTime(s string) bool {
 	if !dateTimeRE.MatchString(s) {
 		return false
+	}
+	if dot := strings.IndexByte(s, '.'); dot >= 0 {
+		end := dot + 1
+		for end < len(s) && s[end] >= '0' && s[end] <= '9' {
+			end++
+		}
+		if end-dot-1 > 9 {
+			s = s[:dot+10] + s[end:]
+		}
 	}
 	_, err := time.Parse(time.RFC3339Nano, s)
 	return err == nil

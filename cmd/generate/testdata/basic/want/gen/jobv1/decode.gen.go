@@ -238,7 +238,12 @@ func decodeNote(d *schemafast.Decoder, o map[string]any) *Note {
 				}
 				out := make([]Part, len(a))
 				for i, x := range a {
-					out[i] = *decodePart(d, d.Object(x))
+					out[i] = func() Part {
+						if p := decodePart(d, d.Object(x)); p != nil {
+							return *p
+						}
+						return Part{}
+					}()
 				}
 				return out
 			}()

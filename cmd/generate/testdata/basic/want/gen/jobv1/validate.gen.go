@@ -504,8 +504,9 @@ var reservedRules = []reservedRule{{
 	rule:     "reservedLabel",
 }}
 
-// checkReserved applies reservedRules to a clear job (one without enc); a
-// sealed job has none of those properties.
+// checkReserved applies reservedRules and the cross-field rules (checkRules,
+// rules.gen.go) to a clear job (one without enc); a sealed job has none of
+// those properties.
 func checkReserved(v any) []FieldError {
 	job, ok := v.(map[string]any)
 	if !ok {
@@ -526,7 +527,7 @@ func checkReserved(v any) []FieldError {
 			}
 		}
 	}
-	return errs
+	return append(errs, checkRules(job)...)
 }
 
 // forbiddenRule is a {"not": {"required": names}} of the schema: each of names
