@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alexify/mailer/drivers/postgres/internal/pgtest"
 	"github.com/alexify/mailer/gen/jobv1"
+	"github.com/alexify/mailer/internal/pgtest"
 	"github.com/alexify/mailer/mailqueue"
 )
 

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/alexify/mailer/drivers/postgres/internal/pgtest"
+	"github.com/alexify/mailer/internal/pgtest"
 )
 
 // TestMigrations: the embedded migrations are numbered from 1 with no gap,

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/alexify/mailer/drivers/postgres/internal/pgtest"
+	"github.com/alexify/mailer/internal/pgtest"
 	"github.com/alexify/mailer/mailqueue"
 )
 
