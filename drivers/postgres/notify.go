@@ -86,7 +86,7 @@ func (n *notifier) listen(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		n.src.log.Warn(string(codes.QueueReserveFailed), "reason", "the LISTEN connection broke; the workers poll until it is back", "retry_in", wait, "err", err)
+		n.src.log.Warn(string(codes.QueueListenFailed), "reason", "the LISTEN connection broke; the idle workers poll until it is back", "retry_in", wait, "err", err)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -142,7 +142,7 @@ func (n *notifier) prune(ctx context.Context) {
 		case <-t.C:
 		}
 		if _, err := n.src.Prune(ctx); err != nil && ctx.Err() == nil {
-			n.src.log.Warn(string(codes.QueueStoreFailed), "reason", "pruning the jobs whose retention ended", "err", err)
+			n.src.log.Warn(string(codes.QueuePruneFailed), "reason", "pruning the jobs whose retention ended", "err", err)
 		}
 	}
 }
