@@ -64,3 +64,33 @@ func TestFairness(t *testing.T) {
 		t.Errorf("leased %s, want %s", got, want)
 	}
 }
+
+// TestQueuesShareASchema: two queues in one schema keep their jobs,
+// pauses and settings apart.
+func TestQueuesShareASchema(t *testing.T) {
+	p := pgtest.Pool(t)
+	schema := newSchema(t, p)
+	a := newSource(t, p, Options{Schema: schema, Queue: "a"})
+	b := newSource(t, p, Options{Schema: schema, Queue: "b", Fairness: mailqueue.FairnessTenant})
+	if a.QueueName() == b.QueueName() || a.opts.Fairness == b.opts.Fairness {
+		t.Fatalf("the queues share a name or settings: %s %+v, %s %+v", a.QueueName(), a.opts, b.QueueName(), b.opts)
+	}
+	if _, err := a.Enqueue(ctx, []mailqueue.NewJob{testJob("same-id", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Enqueue(ctx, []mailqueue.NewJob{testJob("same-id", 2)})
+	if err != nil || res[0].Duplicate || res[0].Conflict {
+		t.Fatalf("the same id in the other queue: %+v, %v; want stored", res, err)
+	}
+	if err := a.Pause(ctx, mailqueue.Pause{For: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	if ls, err := a.Reserve(ctx, mailqueue.ReserveParams{Limit: 5}); err != nil || len(ls) != 0 {
+		t.Errorf("the paused queue a leased %d, %v", len(ls), err)
+	}
+	ls, err := b.Reserve(ctx, mailqueue.ReserveParams{Limit: 5})
+	if err != nil || len(ls) != 1 || string(ls[0].Data) != string(testJob("same-id", 2).Data) {
+		t.Fatalf("queue b leased %v, %v; want its own job", ls, err)
+	}
+}
