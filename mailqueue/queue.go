@@ -239,6 +239,16 @@ func (q *Queue) Enqueue(ctx context.Context, job *jobv1.Job) (Result, error) {
 // the call may or may not be stored, and enqueuing them again under the
 // same keys is safe (a job stored already answers Duplicate).
 func (q *Queue) EnqueueMany(ctx context.Context, jobs []*jobv1.Job) ([]Result, error) {
+	return q.enqueueMany(ctx, jobs, func(ctx context.Context, e AuditEvent) error {
+		return q.cfg.Audit.Record(ctx, e)
+	}, q.cfg.Driver.Enqueue)
+}
+
+// enqueueMany checks and prepares jobs, tells the audit sink through record,
+// and stores them through store: the body of EnqueueMany and
+// EnqueueManyTx.
+func (q *Queue) enqueueMany(ctx context.Context, jobs []*jobv1.Job, record func(context.Context, AuditEvent) error,
+	store func(context.Context, []NewJob) ([]EnqueueResult, error)) ([]Result, error) {
 	if len(jobs) == 0 {
 		return nil, nil // nothing to store: the driver is not asked
 	}
@@ -254,7 +264,7 @@ func (q *Queue) EnqueueMany(ctx context.Context, jobs []*jobv1.Job) ([]Result, e
 	}
 	if q.cfg.Audit != nil {
 		for i := range prepared {
-			err := q.cfg.Audit.Record(ctx, AuditEvent{JobID: prepared[i].ID, State: AuditQueued, At: q.cfg.Clock.Now(), TenantID: prepared[i].TenantID, CorrelationID: jobs[i].CorrelationID})
+			err := record(ctx, AuditEvent{JobID: prepared[i].ID, State: AuditQueued, At: q.cfg.Clock.Now(), TenantID: prepared[i].TenantID, CorrelationID: jobs[i].CorrelationID})
 			if err != nil {
 				q.log.Warn(string(codes.QueueAuditFailed), "job_id", prepared[i].ID, "err", err)
 				q.warn(codes.MailerAuditFailed, err, "job_id", prepared[i].ID)
@@ -266,7 +276,10 @@ func (q *Queue) EnqueueMany(ctx context.Context, jobs []*jobv1.Job) ([]Result, e
 			}
 		}
 	}
-	stored, err := q.cfg.Driver.Enqueue(ctx, prepared)
+	stored, err := store(ctx, prepared)
+	if errors.Is(err, ErrTransactionUnsupported) {
+		return nil, err
+	}
 	if err != nil {
 		// A refusal the driver coded itself (queue.invalid_job of a job the
 		// store cannot hold) keeps its code; any other failure of the store

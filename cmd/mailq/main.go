@@ -3,7 +3,8 @@
 //	mailq demo            send the spec's example jobs through a real SMTP server on loopback
 //	mailq validate FILE   check a job file against schema/job.v1.json (exit status 1 when invalid)
 //	mailq codes           list the codes of schema/codes.yaml
-//	mailq stats|failed|retry|purge --redis URL   the operations of a queue, on any store
+//	mailq stats|failed|retry|purge --redis URL|--postgres URL   the operations of a queue, on any store
+//	mailq migrate --postgres URL   create or bring up to date the PostgreSQL driver's schema
 package main
 
 import (
@@ -26,7 +27,7 @@ Usage:
                           schema/job.v1.json; "-" reads standard input; exit status 1
                           when one is invalid
   mailq codes             list the codes the queue gives, with where, state and level
-` + opsUsage
+` + opsUsage + migrateUsage
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -52,6 +53,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "codes":
 		printCodes(stdout)
 		return 0
+	case "migrate":
+		return migrate(ctx, args[1:], stdout, stderr)
 	case "stats", "failed", "retry", "purge":
 		return opsCommand(ctx, args[0], args[1:], stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":

@@ -38,7 +38,7 @@ const opsUsage = `  mailq stats  STORE
                           whole: the same job enqueued again IS SENT AGAIN.
                           Says how many it will drop and asks first, unless --yes
     STORE is one of:
-` + redisUsage
+` + redisUsage + postgresUsage
 
 // store is a queue mailq opened: the operations, a name to show, and what
 // to close when done.
@@ -56,16 +56,18 @@ type store struct {
 // A new kind (--postgres, --mongodb) adds its group here and its case to
 // openStore.
 type storeFlags struct {
-	redis redisFlags
+	redis    redisFlags
+	postgres postgresFlags
 }
 
 // register adds the flags of every kind of store to fs.
 func (f *storeFlags) register(fs *flag.FlagSet) {
 	f.redis.register(fs)
+	f.postgres.register(fs)
 }
 
 // errNoStore is returned by openStore when no flag names a store.
-var errNoStore = usageError{errors.New("name the store: --redis URL")}
+var errNoStore = usageError{errors.New("name the store: --redis URL or --postgres URL")}
 
 // usageError is an error of the command line (a flag missing or
 // malformed), not of the store: the exit status is 2.
@@ -76,8 +78,12 @@ func (e usageError) Unwrap() error { return e.error }
 // openStore opens the store the flags name. Exactly one kind may be named.
 func openStore(ctx context.Context, f storeFlags, log *slog.Logger) (*store, error) {
 	switch {
+	case f.redis.url != "" && f.postgres.url != "":
+		return nil, usageError{errors.New("name one store: --redis or --postgres, not both")}
 	case f.redis.url != "":
 		return openRedis(ctx, f.redis, log)
+	case f.postgres.url != "":
+		return openPostgres(ctx, f.postgres, f.redis.queue, log)
 	}
 	return nil, errNoStore
 }

@@ -34,7 +34,7 @@ func (f *redisFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.url, "redis", "", "the Redis server: redis://host:port/db")
 	fs.BoolVar(&f.cluster, "cluster", false, "the Redis server is a Redis Cluster")
 	fs.StringVar(&f.prefix, "prefix", redisdriver.DefaultPrefix, "the Redis queue's key prefix")
-	fs.StringVar(&f.queue, "queue", redisdriver.DefaultQueue, "the Redis queue's name")
+	fs.StringVar(&f.queue, "queue", redisdriver.DefaultQueue, "the queue's name (Redis or PostgreSQL)")
 	fs.StringVar(&f.idemPrefix, "idempotency-prefix", redisdriver.DefaultIdempotencyPrefix,
 		"retry --resend: the key prefix of the workers' Redis IdempotencyStore")
 }

@@ -136,6 +136,15 @@ func New(opts Options) (*Queue, error) {
 // Source returns the queue's Source.
 func (q *Queue) Source() *Source { return q.src }
 
+// EnqueueTx refuses every transaction with an error wrapping
+// mailqueue.ErrTransactionUnsupported, and stores nothing: the memory
+// queue holds no database transaction to store a job in (the outbox needs
+// a store that shares the caller's database, as drivers/postgres does).
+// Use Enqueue after the commit instead.
+func (q *Queue) EnqueueTx(context.Context, any, []mailqueue.NewJob) ([]mailqueue.EnqueueResult, error) {
+	return nil, fmt.Errorf("memory: %w", mailqueue.ErrTransactionUnsupported)
+}
+
 // Drain waits until no job is due or running (jobs scheduled later do not
 // count), or until ctx is done.
 func (q *Queue) Drain(ctx context.Context) error { return q.src.Drain(ctx) }

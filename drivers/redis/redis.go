@@ -211,6 +211,15 @@ func Open(ctx context.Context, opts Options) (*Queue, error) {
 // Source returns the queue's Source.
 func (q *Queue) Source() *Source { return q.src }
 
+// EnqueueTx refuses every transaction with an error wrapping
+// mailqueue.ErrTransactionUnsupported, and stores nothing: Redis cannot
+// store a job in the caller's database transaction (the outbox needs a
+// store that shares the caller's database, as drivers/postgres does). Use
+// Enqueue after the commit instead.
+func (q *Queue) EnqueueTx(context.Context, any, []mailqueue.NewJob) ([]mailqueue.EnqueueResult, error) {
+	return nil, fmt.Errorf("redis: %w", mailqueue.ErrTransactionUnsupported)
+}
+
 // RetryFailed queues a failed job again by hand and wakes the idle
 // runners; see Source.RetryFailed.
 func (q *Queue) RetryFailed(ctx context.Context, id string) error {

@@ -370,6 +370,21 @@ const (
 	// Where: log. Level: error. Spec: queue.md, Codes.
 	QueueReserveFailed Code = "queue.reserve_failed"
 
+	// QueueListenFailed is "queue.listen_failed": the PostgreSQL driver's LISTEN
+	// connection broke (a restart of the server, a network cut); the idle workers
+	// poll (PollInterval) until it is back, tried again after 100 ms doubling up
+	// to 5 s.
+	//
+	// Where: log. Level: warn. Spec: mailer.
+	QueueListenFailed Code = "queue.listen_failed"
+
+	// QueuePruneFailed is "queue.prune_failed": the PostgreSQL driver could not
+	// prune the jobs whose retention ended; they are forgotten by every operation
+	// all the same, and pruned at the next try (PruneInterval).
+	//
+	// Where: log. Level: warn. Spec: mailer.
+	QueuePruneFailed Code = "queue.prune_failed"
+
 	// QueueCloseAbandoned is "queue.close_abandoned": jobs still running past
 	// twice the timeout of Close.
 	//
@@ -923,6 +938,20 @@ var infos = []Info{
 		Level: slog.LevelError,
 		Spec:  "queue.md, Codes",
 		What:  "The store failed a reserve.",
+		Where: WhereLog,
+	},
+	{
+		Code:  QueueListenFailed,
+		Level: slog.LevelWarn,
+		Spec:  "mailer",
+		What:  "The PostgreSQL driver's LISTEN connection broke (a restart of the server, a network cut); the idle workers poll (PollInterval) until it is back, tried again after 100 ms doubling up to 5 s.",
+		Where: WhereLog,
+	},
+	{
+		Code:  QueuePruneFailed,
+		Level: slog.LevelWarn,
+		Spec:  "mailer",
+		What:  "The PostgreSQL driver could not prune the jobs whose retention ended; they are forgotten by every operation all the same, and pruned at the next try (PruneInterval).",
 		Where: WhereLog,
 	},
 	{

@@ -228,6 +228,14 @@ var wants = []codetest.Want{
 		Level: slog.LevelError,
 	},
 	{
+		Code:  codes.QueueListenFailed,
+		Level: slog.LevelWarn,
+	},
+	{
+		Code:  codes.QueuePruneFailed,
+		Level: slog.LevelWarn,
+	},
+	{
 		Code:  codes.QueueCloseAbandoned,
 		Level: slog.LevelError,
 	},
