@@ -310,7 +310,9 @@ func TestReadLimit(t *testing.T) {
 // bigCodec opens every job to a text over the read limit.
 type bigCodec struct{}
 
-func (bigCodec) Encode(context.Context, []byte, []byte) (string, error) { return "", errors.New("not used") }
+func (bigCodec) Encode(context.Context, []byte, []byte) (string, error) {
+	return "", errors.New("not used")
+}
 func (bigCodec) Decode(context.Context, string, []byte) ([]byte, error) {
 	return bytes.Repeat([]byte(" "), testReadLimit+1), nil
 }

@@ -340,34 +340,61 @@ func TestVectorsRaw(t *testing.T) {
 	for _, v := range f.Raw {
 		t.Run(v.Name, func(t *testing.T) {
 			data := v.bytes(t)
-			{
-				var got []struct{ Pointer, Rule string }
-				code := ""
-				if len(data) > DefaultMaxJobBytes {
-					got = append(got, struct{ Pointer, Rule string }{"", "maxJobBytes"})
-					code = string(codes.QueueInvalidJob)
-				} else if err := jobv1.Validate(data); err != nil {
-					var ve *jobv1.ValidationError
-					if !errors.As(err, &ve) {
-						t.Fatalf("Validate = %v, want a *ValidationError", err)
-					}
-					for _, e := range ve.Errors {
-						got = append(got, struct{ Pointer, Rule string }{e.Pointer, e.Rule})
-					}
-					code = string(validationError(err).Code)
+			type fault struct{ Pointer, Rule string }
+			// The producer's check of a file (the size a queue takes by
+			// default, then jobv1.Validate) and EnqueueJSON give the
+			// vector's verdict.
+			var got []fault
+			code := ""
+			if len(data) > DefaultMaxJobBytes {
+				got = append(got, fault{"", "maxJobBytes"})
+				code = string(codes.QueueInvalidJob)
+			} else if err := jobv1.Validate(data); err != nil {
+				var ve *jobv1.ValidationError
+				if !errors.As(err, &ve) {
+					t.Fatalf("Validate = %v, want a *ValidationError", err)
 				}
-				if (len(got) == 0) != v.Valid || code != v.Code {
-					t.Errorf("producer: valid %t, code %q; want %t, %q", len(got) == 0, code, v.Valid, v.Code)
+				for _, e := range ve.Errors {
+					got = append(got, fault{e.Pointer, e.Rule})
 				}
-				if diff := cmp.Diff(v.Errors, got, cmpopts.EquateEmpty()); diff != "" {
-					t.Errorf("producer's errors (-want +got):\n%s", diff)
+				code = string(validationError(err).Code)
+			}
+			if (len(got) == 0) != v.Valid || code != v.Code {
+				t.Errorf("producer: valid %t, code %q; want %t, %q", len(got) == 0, code, v.Valid, v.Code)
+			}
+			want := make([]fault, len(v.Errors))
+			for i, e := range v.Errors {
+				want[i] = fault{e.Pointer, e.Rule}
+			}
+			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("producer's errors (-want +got):\n%s", diff)
+			}
+			q, d := newJSONQueue(t, Config{})
+			var enq []fault
+			enqCode := ""
+			if _, err := q.EnqueueJSON(t.Context(), data); err != nil {
+				var e *Error
+				if !errors.As(err, &e) {
+					t.Fatalf("EnqueueJSON = %v, want an *Error", err)
+				}
+				enqCode = string(e.Code)
+				for _, f := range e.Fields {
+					enq = append(enq, fault{f.Pointer, f.Rule})
+				}
+				if len(d.jobs) != 0 {
+					t.Errorf("EnqueueJSON refused the job and stored %d", len(d.jobs))
 				}
 			}
-			{
-				_, o := openJob(context.Background(), data, openParams{MaxBytes: testReadLimit, At: sign.Binding{Namespace: DefaultNamespace, ID: "an-id"}})
-				if diff := cmp.Diff(v.Worker, outcomeOf(o)); diff != "" {
-					t.Errorf("the worker (-want +got):\n%s", diff)
-				}
+			if enqCode != v.Code {
+				t.Errorf("EnqueueJSON: code %q, want %q", enqCode, v.Code)
+			}
+			if diff := cmp.Diff(want, enq, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("EnqueueJSON's errors (-want +got):\n%s", diff)
+			}
+			// The worker, reading the bytes as stored.
+			_, o := openJob(context.Background(), data, openParams{MaxBytes: testReadLimit, At: sign.Binding{Namespace: DefaultNamespace, ID: "an-id"}})
+			if diff := cmp.Diff(v.Worker, outcomeOf(o)); diff != "" {
+				t.Errorf("the worker (-want +got):\n%s", diff)
 			}
 		})
 	}
