@@ -22,12 +22,14 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"os/signal"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -55,12 +57,17 @@ var (
 
 // cleanups run before the bench exits, also on a fatal error, so that its
 // databases are dropped.
-var cleanups []func()
+var (
+	cleanups  []func()
+	cleanOnce sync.Once
+)
 
 func die(v ...any) {
-	for i := len(cleanups) - 1; i >= 0; i-- {
-		cleanups[i]()
-	}
+	cleanOnce.Do(func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	})
 	log.Fatal(v...)
 }
 
@@ -97,6 +104,9 @@ func pgMain() {
 	b.kitDB, b.riverDB = "mailerbench_"+b.run+"_mailer", "mailerbench_"+b.run+"_river"
 	cleanups = append(cleanups, b.dropDatabases, admin.Close)
 	defer b.dropDatabases()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE)
+	go func() { die("bench: ", <-sig) }()
 	b.makeDatabases()
 
 	fmt.Printf("%-48s %14s %14s %8s  %s\n", "workload", "mailer pg", "river", "ratio", "target")
