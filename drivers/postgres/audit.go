@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/alexify/mailer/mailqueue"
@@ -63,23 +64,41 @@ func (a *Audit) Record(ctx context.Context, e mailqueue.AuditEvent) error {
 
 // RecordTx writes the event in the caller's transaction tx (a pgx.Tx or a
 // *sql.Tx of pgx's stdlib): it commits with the rest of tx, or not at all.
-// A tx of another kind is refused with an error wrapping
-// mailqueue.ErrTransactionUnsupported, and nothing is written.
+// The insert runs under a savepoint, so that a failure of the sink (a
+// warning unless the queue is AuditStrict) leaves tx usable for the job
+// and the caller's rows. A tx of another kind is refused with an error
+// wrapping mailqueue.ErrTransactionUnsupported, and nothing is written.
 func (a *Audit) RecordTx(ctx context.Context, tx any, e mailqueue.AuditEvent) error {
 	q, err := txQuerier(tx)
 	if err != nil {
 		return err
 	}
-	var exec func(ctx context.Context, sql string, args ...any) error
 	switch t := q.(type) {
 	case pgxTx:
-		exec = t.exec
+		// The savepoint, the insert and its release in one round trip; a
+		// second one to roll back to the savepoint when the insert failed.
+		b := &pgx.Batch{}
+		b.Queue("SAVEPOINT mailer_audit")
+		b.Queue(a.insert, a.args(e)...)
+		b.Queue("RELEASE SAVEPOINT mailer_audit")
+		err = t.tx.SendBatch(ctx, b).Close()
+		if err != nil {
+			_, _ = t.tx.Exec(ctx, "ROLLBACK TO SAVEPOINT mailer_audit")
+		}
 	case sqlTx:
-		exec = t.exec
+		err = t.exec(ctx, "SAVEPOINT mailer_audit")
+		if err == nil {
+			err = t.exec(ctx, a.insert, a.args(e)...)
+			if err != nil {
+				_ = t.exec(ctx, "ROLLBACK TO SAVEPOINT mailer_audit")
+			} else {
+				err = t.exec(ctx, "RELEASE SAVEPOINT mailer_audit")
+			}
+		}
 	default:
-		return errors.New("postgres: audit: no querier")
+		err = errors.New("no querier")
 	}
-	if err := exec(ctx, a.insert, a.args(e)...); err != nil {
+	if err != nil {
 		return fmt.Errorf("postgres: audit: %w", err)
 	}
 	return nil

@@ -211,8 +211,8 @@ func startChild(t *testing.T, role string, env []string) *child {
 	go func() { c.done <- cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-c.done
-		c.done <- nil
+		err := <-c.done // the child killed: its exit status tells nothing
+		c.done <- err
 		if t.Failed() {
 			s := c.out.String()
 			if len(s) > 4000 {

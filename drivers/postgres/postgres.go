@@ -29,6 +29,16 @@
 // (Options.PollInterval, 1 s) is a safety net. One worker at a time prunes
 // the jobs whose retention ended, in small batches, under an advisory
 // lock.
+//
+// Sizing: a worker uses one connection of the pool for LISTEN (taken out
+// of the pool while it runs), one at a time for pruning, and one per
+// runner slot while it reserves or settles; give the pool at least the
+// worker's Concurrency plus two (pgxpool's default is the larger of 4 and
+// the CPUs). Every enqueue, reserve and settle is one statement and one
+// commit (SettleAndReserve, the settle of a run with the lease of its
+// slot's next job, is two statements in one round trip and one commit), so
+// the commit's WAL flush bounds the rate: synchronous_commit and the disk
+// decide more than the driver does.
 package postgres
 
 import (

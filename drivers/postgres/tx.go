@@ -62,11 +62,6 @@ func (t pgxTx) query(ctx context.Context, sql string, args []any, scan func(int,
 	return scanTriples(rows, scan)
 }
 
-func (t pgxTx) exec(ctx context.Context, sql string, args ...any) error {
-	_, err := t.tx.Exec(ctx, sql, args...)
-	return err
-}
-
 // sqlTx runs the enqueue in a *sql.Tx of pgx's stdlib, which passes pgx's
 // arguments (arrays, pgtype values) through to pgx as they are.
 type sqlTx struct{ tx *sql.Tx }

@@ -199,3 +199,28 @@ func TestEnqueueTxRefused(t *testing.T) {
 		t.Errorf("%d jobs stored", q)
 	}
 }
+
+// TestEnqueueTxAuditFails: when the audit table cannot take the event (a
+// warning: the queue is not AuditStrict), the job is stored all the same
+// in the caller's transaction, which stays usable.
+func TestEnqueueTxAuditFails(t *testing.T) {
+	f := newFixture(t, postgres.Options{})
+	ctx := context.Background()
+	if _, err := f.pool.Exec(ctx, "ALTER TABLE "+pgx.Identifier{f.schema}.Sanitize()+".audit ADD CONSTRAINT never CHECK (false) NOT VALID"); err != nil {
+		t.Fatal(err)
+	}
+	users := pgx.Identifier{f.schema}.Sanitize() + ".users"
+	err := pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
+		if _, err := f.q.EnqueueTx(ctx, tx, welcome("welcome:ada", "Hello.")); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "INSERT INTO "+users+" VALUES ('ada@example.com')")
+		return err
+	})
+	if err != nil {
+		t.Fatalf("the transaction after an audit that failed: %v", err)
+	}
+	if q, n := f.queued(t), f.users(t); q != 1 || n != 1 {
+		t.Errorf("%d jobs and %d users committed, want 1 and 1", q, n)
+	}
+}
