@@ -3,7 +3,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all generate check lint lint-install size fmt vet gen-check test codes test-short fuzz bench bench-redis demo
+.PHONY: all generate check lint lint-install size fmt vet gen-check test codes test-short fuzz bench bench-redis bench-postgres demo
 
 all: check
 
@@ -81,12 +81,16 @@ fuzz:
 	$(GO) test ./mailqueue -run '^$$' -fuzz '^FuzzEnqueueJSON$$' -fuzztime $(FUZZN)x -parallel 1
 	$(GO) test ./internal/schemarules -run '^$$' -fuzz '^FuzzCompareInstants$$' -fuzztime $(FUZZN)x
 
-## bench: the benchmarks of the kit (see BENCHMARKS.md); bench-redis: the Redis driver against asynq
+## bench: the benchmarks of the kit (see BENCHMARKS.md); bench-redis: the Redis driver against asynq;
+## bench-postgres: the PostgreSQL driver against River
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./mailqueue
 
 bench-redis:
 	cd bench && $(GO) run . -redis 127.0.0.1:6379 -db 15
+
+bench-postgres:
+	cd bench && $(GO) run . -store postgres -rounds 3
 
 ## demo: the main job on the embedded default
 demo:

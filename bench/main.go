@@ -17,6 +17,12 @@
 // commandstats), and the server's time in each hot script of the driver
 // alone.
 //
+// With -store postgres it runs the kit's PostgreSQL driver side by side
+// with River instead (postgres.go; BENCHMARKS.md, "PostgreSQL driver vs
+// River"):
+//
+//	cd bench && go run . -store postgres -rounds 3
+//
 // This is a module of its own, so that the kit never depends on its peers.
 package main
 
@@ -53,7 +59,7 @@ var (
 	addr       = flag.String("redis", "127.0.0.1:6379", "the Redis server's address")
 	db         = flag.Int("db", 15, "the Redis database the bench works in (its own keys only, deleted at the end)")
 	jobs       = flag.Int("jobs", 20000, "the jobs of the end-to-end and enqueue workloads")
-	samples    = flag.Int("latency-samples", 1000, "latency samples of the Redis driver")
+	samples    = flag.Int("latency-samples", 1000, "latency samples of the Redis driver; with -store postgres, of each side each round")
 	asynqSamps = flag.Int("asynq-latency-samples", 30, "latency samples of asynq (each waits its idle poll, up to 1.5 s)")
 	only       = flag.String("only", "", "run only the workloads whose name holds this")
 	cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of the bench process to this file")
@@ -63,6 +69,14 @@ var (
 func main() {
 	flag.Parse()
 	log.SetFlags(0)
+	switch *store {
+	case "redis":
+	case "postgres":
+		pgMain()
+		return
+	default:
+		log.Fatalf("bench: -store %q: redis or postgres", *store)
+	}
 	ctx := context.Background()
 	c := goredis.NewClient(&goredis.Options{Addr: *addr, DB: *db, PoolSize: 128})
 	defer c.Close()
@@ -237,27 +251,36 @@ func (c *capture) Work(mailqueue.Handler, mailqueue.WorkOptions) (mailqueue.Runn
 }
 
 // prepare makes the content jobs, as a producer enqueues them.
-func (b *bench) prepare() {
+func (b *bench) prepare() { b.jobs = prepareJobs("bench-"+b.run, *jobs) }
+
+// contentJob is the i-th content job of the bench, under an idempotency
+// key made of prefix and i.
+func contentJob(prefix string, i int) *jobv1.Job {
+	return &jobv1.Job{
+		Kind: jobv1.KindContent, Subject: fmt.Sprintf("Your order %d has shipped", i),
+		Content: &jobv1.Content{
+			HTML: fmt.Sprintf("<p>Hello Ada,</p><p>your order <b>%d</b> has shipped. It arrives on Tuesday.</p>", i),
+			Text: fmt.Sprintf("Hello Ada,\n\nyour order %d has shipped. It arrives on Tuesday.\n", i),
+		},
+		From: "Shop <shop@example.com>", To: []string{"Ada <ada@example.com>"},
+		IdempotencyKey: fmt.Sprintf("%s:order-shipped:%d", prefix, i),
+	}
+}
+
+// prepareJobs returns n content jobs as the kit's own Enqueue stores them
+// (checks, ids, hash), through a Driver that only keeps them.
+func prepareJobs(prefix string, n int) []mailqueue.NewJob {
 	cp := &capture{}
 	q, err := mailqueue.New(mailqueue.Config{Driver: cp, Logger: quiet})
 	if err != nil {
 		log.Fatal(err)
 	}
-	for i := 0; i < *jobs; i++ {
-		_, err := q.Enqueue(context.Background(), &jobv1.Job{
-			Kind: jobv1.KindContent, Subject: fmt.Sprintf("Your order %d has shipped", i),
-			Content: &jobv1.Content{
-				HTML: fmt.Sprintf("<p>Hello Ada,</p><p>your order <b>%d</b> has shipped. It arrives on Tuesday.</p>", i),
-				Text: fmt.Sprintf("Hello Ada,\n\nyour order %d has shipped. It arrives on Tuesday.\n", i),
-			},
-			From: "Shop <shop@example.com>", To: []string{"Ada <ada@example.com>"},
-			IdempotencyKey: fmt.Sprintf("bench-%s:order-shipped:%d", b.run, i),
-		})
-		if err != nil {
+	for i := 0; i < n; i++ {
+		if _, err := q.Enqueue(context.Background(), contentJob(prefix, i)); err != nil {
 			log.Fatal(err)
 		}
 	}
-	b.jobs = cp.jobs
+	return cp.jobs
 }
 
 // fresh returns the jobs with ids of a new round, so that a round never
