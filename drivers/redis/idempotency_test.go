@@ -2,15 +2,10 @@ package redis
 
 import (
 	"context"
-	"errors"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/alexify/mailer/drivers/redis/internal/redistest"
-	"github.com/alexify/mailer/mail"
-	"github.com/alexify/mailer/mail/idempotency"
+	"github.com/alexify/mailer/mail/idempotency/storetest"
 )
 
 func idemStore(t *testing.T) *IdempotencyStore {
@@ -25,150 +20,11 @@ func idemStore(t *testing.T) *IdempotencyStore {
 	return s
 }
 
-// TestIdempotencyStore holds the store to idempotency.Store: a reserve
-// compares nothing but NX, Complete and Release compare the token, and an
-// entry expires by its time-to-live.
+// TestIdempotencyStore holds the store to idempotency.Store's contract
+// (mail/idempotency/storetest), on the real server, a fresh store for each
+// test; its entries run out on the server's clock.
 func TestIdempotencyStore(t *testing.T) {
-	s := idemStore(t)
-	r := mail.Receipt{Category: mail.Accepted, Code: 250, ProviderID: "q-1", RetryAfter: time.Second,
-		Refused: []mail.RefusedRecipient{{Address: "x@example.com", Code: 550, Reason: "no such user"}}}
-	t.Run("Complete", func(t *testing.T) { testIdemComplete(t, s, r) })
-	t.Run("Release", func(t *testing.T) { testIdemRelease(t, s) })
-	t.Run("TimeToLive", func(t *testing.T) { testIdemTimeToLive(t, s, r) })
-}
-
-// testIdemComplete: a reserve compares nothing but NX; Complete and
-// Release by another token change nothing; a completed key answers its
-// receipt.
-func testIdemComplete(t *testing.T, s *IdempotencyStore, r mail.Receipt) {
-	e, err := s.Reserve(ctx, "k", "t1", time.Minute)
-	if err != nil || e != nil {
-		t.Fatalf("first Reserve = %+v, %v; want reserved", e, err)
-	}
-	e, err = s.Reserve(ctx, "k", "t2", time.Minute)
-	if err != nil || e == nil || e.Token != "t1" || e.Receipt != nil {
-		t.Fatalf("second Reserve = %+v, %v; want the reservation of t1", e, err)
-	}
-	if ok, err := s.Complete(ctx, "k", "t2", mail.Receipt{Category: mail.Accepted}, time.Minute); ok || err != nil {
-		t.Errorf("Complete by another token = %t, %v", ok, err)
-	}
-	if ok, err := s.Release(ctx, "k", "t2"); ok || err != nil {
-		t.Errorf("Release by another token = %t, %v", ok, err)
-	}
-	if ok, err := s.Complete(ctx, "k", "t1", r, time.Minute); !ok || err != nil {
-		t.Fatalf("Complete = %t, %v", ok, err)
-	}
-	if ok, _ := s.Complete(ctx, "k", "t1", r, time.Minute); ok {
-		t.Error("a second Complete succeeded")
-	}
-	if ok, _ := s.Release(ctx, "k", "t1"); ok {
-		t.Error("Release of a completed key succeeded")
-	}
-	e, err = s.Reserve(ctx, "k", "t3", time.Minute)
-	if err != nil || e == nil || e.Token != "t1" || e.Receipt == nil || e.Receipt.ProviderID != "q-1" || e.Receipt.RetryAfter != time.Second || len(e.Receipt.Refused) != 1 {
-		t.Fatalf("Reserve of a completed key = %+v, %v; want its receipt", e, err)
-	}
-}
-
-// testIdemRelease: a released key is free to reserve again.
-func testIdemRelease(t *testing.T, s *IdempotencyStore) {
-	if e, _ := s.Reserve(ctx, "r", "t1", time.Minute); e != nil {
-		t.Fatal("not reserved")
-	}
-	if ok, err := s.Release(ctx, "r", "t1"); !ok || err != nil {
-		t.Fatalf("Release = %t, %v", ok, err)
-	}
-	if e, _ := s.Reserve(ctx, "r", "t2", time.Minute); e != nil {
-		t.Errorf("Reserve after Release = %+v, want reserved", e)
-	}
-}
-
-// testIdemTimeToLive: a reservation that ran out can be neither completed
-// nor kept from another reserve.
-func testIdemTimeToLive(t *testing.T, s *IdempotencyStore, r mail.Receipt) {
-	if e, _ := s.Reserve(ctx, "short", "t1", 50*time.Millisecond); e != nil {
-		t.Fatal("not reserved")
-	}
-	time.Sleep(80 * time.Millisecond)
-	if ok, _ := s.Complete(ctx, "short", "t1", r, time.Minute); ok {
-		t.Error("Complete after the reservation ran out succeeded")
-	}
-	if e, _ := s.Reserve(ctx, "short", "t2", time.Minute); e != nil {
-		t.Errorf("Reserve after the reservation ran out = %+v, want reserved", e)
-	}
-}
-
-// TestIdempotencyStoreConcurrent: of concurrent reserves of a key, exactly
-// one wins.
-func TestIdempotencyStoreConcurrent(t *testing.T) {
-	s := idemStore(t)
-	var won atomic.Int32
-	var wg sync.WaitGroup
-	for i := 0; i < 16; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			e, err := s.Reserve(ctx, "race", "t"+string(rune('a'+i)), time.Minute)
-			if err != nil {
-				t.Error(err)
-			}
-			if e == nil {
-				won.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
-	if won.Load() != 1 {
-		t.Errorf("%d reserves won, want 1", won.Load())
-	}
-}
-
-// TestIdempotencyTransportShared: two workers' transports share the store:
-// a send again under a key is answered from the store, never sent twice,
-// and a key in flight on one worker is delivery_unknown on the other.
-func TestIdempotencyTransportShared(t *testing.T) {
-	s := idemStore(t)
-	var sent atomic.Int32
-	release, inFlight := make(chan struct{}), make(chan struct{})
-	inner := transportFunc(func(ctx context.Context, m *mail.Message) (mail.Receipt, error) {
-		sent.Add(1)
-		if m.IdempotencyKey == "slow" {
-			close(inFlight)
-			<-release
-		}
-		return mail.Receipt{Category: mail.Accepted, Code: 250}, nil
+	storetest.Run(t, func(t *testing.T) storetest.Harness {
+		return storetest.Harness{Store: idemStore(t)}
 	})
-	a, _ := idempotency.New(inner, s, idempotency.Options{})
-	b, _ := idempotency.New(inner, s, idempotency.Options{})
-	msg := &mail.Message{IdempotencyKey: "job-1"}
-	if r, err := a.Send(ctx, msg); err != nil || r.Category != mail.Accepted {
-		t.Fatalf("first send: %+v, %v", r, err)
-	}
-	if r, err := b.Send(ctx, msg); err != nil || r.Category != mail.Accepted {
-		t.Fatalf("the same key on another worker: %+v, %v", r, err)
-	}
-	if sent.Load() != 1 {
-		t.Errorf("sent %d times, want 1", sent.Load())
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = a.Send(ctx, &mail.Message{IdempotencyKey: "slow"})
-	}()
-	<-inFlight
-	r, err := b.Send(ctx, &mail.Message{IdempotencyKey: "slow"})
-	if r.Category != mail.DeliveryUnknown || !errors.Is(err, idempotency.ErrInFlight) {
-		t.Errorf("a key in flight on another worker: %+v, %v; want DeliveryUnknown, ErrInFlight", r, err)
-	}
-	close(release)
-	<-done
-	if sent.Load() != 2 {
-		t.Errorf("sent %d times, want 2", sent.Load())
-	}
-}
-
-type transportFunc func(ctx context.Context, m *mail.Message) (mail.Receipt, error)
-
-func (f transportFunc) Send(ctx context.Context, m *mail.Message) (mail.Receipt, error) {
-	return f(ctx, m)
 }
