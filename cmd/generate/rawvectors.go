@@ -165,7 +165,7 @@ func rawVectors() []rawVector {
 		return rawVector{Name: name, Parts: p, Code: "queue.invalid_job", Errors: errs, Worker: bad}
 	}
 	head := `{"v":1,"kind":"content","from":"shop@example.com","to":["ada@example.com"],"content":{"text":"Hi"},`
-	return []rawVector{
+	return append([]rawVector{
 		{Name: "a valid job, as bytes", Parts: parts(head + `"subject":"Hi \u00e9 \ud83d\ude00"}`), Valid: true, Worker: outcomeVector{Action: "fail", Code: "queue.hash_mismatch"}},
 		refused("a name twice: to", parts(head+`"subject":"Hi","to":["eve@example.net"]}`), fieldVector{"/to", "json"}),
 		refused("a name twice, in context", parts(head+`"subject":"Hi","context":{"a":1,"a":2}}`), fieldVector{"/context/a", "json"}),
@@ -187,5 +187,50 @@ func rawVectors() []rawVector {
 		refused("maxAttempts 0", parts(head+`"subject":"Hi","maxAttempts":0}`), fieldVector{"/maxAttempts", "minimum"}),
 		refused("data after the object", parts(head+`"subject":"Hi"} {}`), fieldVector{"", "json"}),
 		refused("not an object", parts(`[1]`), fieldVector{"", "type"}),
+	}, append(numberRawVectors(head), depthRawVectors(head)...)...)
+}
+
+// numberRawVectors are numbers written with a fraction or an exponent:
+// refused when their magnitude is above 2^53-1 and below 1e21, however
+// written (strictjson.NumberFault), and an integer field written as an
+// integral number (1.0) read as the integer.
+func numberRawVectors(head string) []rawVector {
+	bad := outcomeVector{Action: "fail", Code: "queue.invalid_job"}
+	unsigned := outcomeVector{Action: "fail", Code: "queue.hash_mismatch"}
+	var out []rawVector
+	for _, n := range []string{"9.007199254740993e15", "1e16", "9007199254740992.0", "9.99e20", "90071992547409930e-1", "-1E16"} {
+		out = append(out, rawVector{Name: "a number of magnitude above 2^53-1 and below 1e21: " + n,
+			Parts: parts(head + `"subject":"Hi","context":{"n":` + n + `}}`), Code: "queue.invalid_job", Errors: []fieldVector{{"/context/n", "json"}}, Worker: bad})
+	}
+	for _, n := range []string{"1e21", "-1e21", "9007199254740991.0", "9.007199254740991e15"} {
+		out = append(out, rawVector{Name: "a number written with a fraction or an exponent, in range: " + n,
+			Parts: parts(head + `"subject":"Hi","context":{"n":` + n + `}}`), Valid: true, Worker: unsigned})
+	}
+	return append(out,
+		rawVector{Name: "v written 1.0", Parts: parts(strings.Replace(head, `"v":1,`, `"v":1.0,`, 1) + `"subject":"Hi"}`), Valid: true, Worker: unsigned},
+		rawVector{Name: "maxAttempts written 3.0", Parts: parts(head + `"subject":"Hi","maxAttempts":3.0}`), Valid: true, Worker: unsigned},
+	)
+}
+
+// depthRawVectors are values at strictjson.MaxDepth (66: the job's object
+// at 1, its context at 2, a scalar a level) and one level past it, nested
+// in the context as arrays and as objects. The one past it is refused at
+// its own pointer.
+func depthRawVectors(head string) []rawVector {
+	bad := outcomeVector{Action: "fail", Code: "queue.invalid_job"}
+	unsigned := outcomeVector{Action: "fail", Code: "queue.hash_mismatch"}
+	job := func(inner string) []rawPart { return parts(head + `"subject":"Hi","context":{"d":` + inner + `}}`) }
+	arrays := func(n int, in string) string { return strings.Repeat("[", n) + in + strings.Repeat("]", n) }
+	objects := func(n int) string { return strings.Repeat(`{"o":`, n-1) + "{}" + strings.Repeat("}", n-1) }
+	return []rawVector{
+		{Name: "context: 63 arrays holding a number, at level 66", Parts: job(arrays(63, "1")), Valid: true, Worker: unsigned},
+		{Name: "context: 64 arrays holding a number, at level 67", Parts: job(arrays(64, "1")), Code: "queue.invalid_job",
+			Errors: []fieldVector{{"/context/d" + strings.Repeat("/0", 64), "json"}}, Worker: bad},
+		{Name: "context: 64 arrays, the innermost empty at level 66", Parts: job(arrays(64, "")), Valid: true, Worker: unsigned},
+		{Name: "context: 65 arrays, the innermost empty at level 67", Parts: job(arrays(65, "")), Code: "queue.invalid_job",
+			Errors: []fieldVector{{"/context/d" + strings.Repeat("/0", 64), "json"}}, Worker: bad},
+		{Name: "context: 64 objects, the innermost empty at level 66", Parts: job(objects(64)), Valid: true, Worker: unsigned},
+		{Name: "context: 65 objects, the innermost empty at level 67", Parts: job(objects(65)), Code: "queue.invalid_job",
+			Errors: []fieldVector{{"/context/d" + strings.Repeat("/o", 64), "json"}}, Worker: bad},
 	}
 }

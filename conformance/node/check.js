@@ -54,27 +54,76 @@ function jcs(v) {
 // alike; pointer is the RFC 6901 pointer of the value at fault ("" for the
 // whole text).
 class JSONFault extends SyntaxError {
-  constructor(message, pointer) {
+  constructor(message, pointer, syntax) {
     super(message);
     this.pointer = pointer;
+    // syntax is true when the text is not JSON at all (RFC 8259), which
+    // Go reports at "" (the whole text).
+    this.syntax = syntax;
   }
 }
 
 const literal = /true|false|null|(-?(?:0|[1-9]\d*))(\.\d+)?([eE][+-]?\d+)?/y;
 
-// maxDepth is encoding/json's: arrays and objects nest at most this deep.
-const maxDepth = 10000;
+// maxDepth is internal/strictjson's MaxDepth: how deep a value may sit,
+// the job's object at 1, each value inside an array or an object one deeper
+// (a scalar is a level: [[1]] is 3 deep). The value past it is refused at
+// its own pointer.
+const maxDepth = 66;
+
+// maxNesting is encoding/json's limit (its scanner's maxNestingDepth):
+// arrays and objects open at most this many at once. Past it Go's
+// json.Valid says the text is not JSON.
+const maxNesting = 10000;
+
+// numberFault is internal/strictjson's NumberFault for a number text m (the
+// match of literal) read as the double n: no double, an integer written
+// without fraction or exponent beyond 2^53-1, or any number whose magnitude
+// is above 2^53-1 and below 1e21 (FloatFault: canonical JSON writes such a
+// double as its digits, which a reader keeping integers exactly reads as
+// another number), however it is written.
+function numberFault(m, n) {
+  if (!Number.isFinite(n)) return 'a number beyond a double';
+  const a = Math.abs(n);
+  if (m[2] === undefined && m[3] === undefined && !Number.isSafeInteger(n)) return 'an integer beyond 2^53-1';
+  if (a > Number.MAX_SAFE_INTEGER && a < 1e21) return 'a number beyond 2^53-1 and below 1e21';
+  return '';
+}
 
 // scanStrict reads text (a JS string, from UTF-8 already checked) as one
 // JSON value, refusing what JSON.parse would read silently in its own way:
 // an object with two members of one name (I-JSON, RFC 7493), a \u escape of
-// a lone surrogate, an integer beyond 2^53-1 (Number.MAX_SAFE_INTEGER) and a
-// number beyond a double, nesting deeper than maxDepth. It returns the
-// value, read by JSON.parse once the text passed.
+// a lone surrogate, numbers numberFault refuses, a value deeper than
+// maxDepth. As Go's strictjson.Check, a text that is not JSON is refused at
+// "" even when such a fault comes first in it. It returns the value, read
+// by JSON.parse once the text passed.
 function scanStrict(text) {
+  try {
+    return scan(text, false);
+  } catch (err) {
+    if (err instanceof JSONFault && !err.syntax) {
+      try {
+        scan(text, true);
+      } catch (e) {
+        if (e instanceof JSONFault && e.syntax) throw new JSONFault('not JSON', '', true);
+        throw e;
+      }
+    }
+    throw err;
+  }
+}
+
+// scan is scanStrict's reading; lax checks only that the text is JSON as
+// Go's json.Valid reads it (no more than maxNesting arrays and objects open
+// at once).
+function scan(text, lax) {
   let i = 0;
   const at = (path) => path.map((t) => '/' + escapePointer(t)).join('');
-  const fail = (msg, path) => { throw new JSONFault(msg, path === undefined ? '' : at(path)); };
+  // A fault without a path is one of syntax; syntax faults at a path (a
+  // control character, a bad escape) are marked so by fault.
+  const fail = (msg, path) => { throw new JSONFault(msg, path === undefined ? '' : at(path), path === undefined); };
+  const syntaxAt = (msg, path) => { throw new JSONFault(msg, at(path), true); };
+  const strict = (msg, path) => { if (!lax) fail(msg, path); };
   const ws = () => { while (i < text.length && ' \t\n\r'.includes(text[i])) i++; };
   const str = (path) => {
     if (text[i] !== '"') fail('a string expected');
@@ -84,19 +133,19 @@ function scanStrict(text) {
       if (i >= text.length) fail('unterminated string');
       const c = text.charCodeAt(i);
       if (c === 0x22) { i++; break; }
-      if (c < 0x20) fail('a control character in a string', path);
+      if (c < 0x20) syntaxAt('a control character in a string', path || []);
       if (c !== 0x5c) { out += text[i++]; continue; }
       const e = text[i + 1];
       const simple = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' }[e];
       if (simple !== undefined) { out += simple; i += 2; continue; }
-      if (e !== 'u' || !/^[0-9A-Fa-f]{4}$/.test(text.slice(i + 2, i + 6))) fail('a bad escape', path);
+      if (e !== 'u' || !/^[0-9A-Fa-f]{4}$/.test(text.slice(i + 2, i + 6))) syntaxAt('a bad escape', path || []);
       const u = parseInt(text.slice(i + 2, i + 6), 16);
       i += 6;
-      if (u >= 0xdc00 && u <= 0xdfff) fail('a \\u escape of a lone low surrogate', path);
+      if (u >= 0xdc00 && u <= 0xdfff) strict('a \\u escape of a lone low surrogate', path || []);
       if (u >= 0xd800 && u <= 0xdbff) {
         const lo = /^\\u([0-9A-Fa-f]{4})/.exec(text.slice(i, i + 6));
         const l = lo ? parseInt(lo[1], 16) : 0;
-        if (!(l >= 0xdc00 && l <= 0xdfff)) fail('a \\u escape of a lone high surrogate', path);
+        if (!(l >= 0xdc00 && l <= 0xdfff)) { strict('a \\u escape of a lone high surrogate', path || []); out += String.fromCharCode(u); continue; }
         out += String.fromCharCode(u, l);
         i += 6;
         continue;
@@ -114,9 +163,8 @@ function scanStrict(text) {
     if (!m) fail('a value expected');
     i += m[0].length;
     if (m[1] !== undefined) {
-      const n = Number(m[0]);
-      if (!Number.isFinite(n)) fail('a number beyond a double', path);
-      if (m[2] === undefined && m[3] === undefined && !Number.isSafeInteger(n)) fail('an integer beyond 2^53-1', path);
+      const reason = numberFault(m, Number(m[0]));
+      if (reason) strict(reason, path);
     }
   };
   const stack = []; // {close, names, n, path}
@@ -124,9 +172,10 @@ function scanStrict(text) {
   // pushed. It reports whether a container was pushed.
   const enter = (path) => {
     ws();
+    if (!lax && path.length + 1 > maxDepth) fail('nests deeper than ' + maxDepth + ' levels (the job\'s object at 1)', path);
     const c = text[i];
     if (c !== '{' && c !== '[') { scalar(path); return false; }
-    if (stack.length + 1 > maxDepth) fail('nests deeper than ' + maxDepth);
+    if (stack.length + 1 > maxNesting) fail('nests deeper than encoding/json reads');
     i++;
     stack.push({ close: c === '{' ? '}' : ']', names: c === '{' ? new Set() : null, n: 0, path });
     return true;
@@ -143,7 +192,7 @@ function scanStrict(text) {
       if (err instanceof JSONFault) err.pointer = at(top.path); // a bad name is its object's fault
       throw err;
     }
-    if (top.names.has(name)) fail('a name appears twice in one object', [...top.path, name]);
+    if (top.names.has(name)) strict('a name appears twice in one object', [...top.path, name]);
     top.names.add(name);
     ws(); if (text[i++] !== ':') fail(': expected');
     return [...top.path, name];
@@ -165,7 +214,7 @@ function scanStrict(text) {
   };
   value(); ws();
   if (i !== text.length) fail('data after the value');
-  return JSON.parse(text);
+  return lax ? undefined : JSON.parse(text);
 }
 
 // parseStrict is scanStrict: the reading of a stored job's text.
@@ -180,12 +229,19 @@ function decodeUTF8(bytes) {
 // badUTF8Pointer returns the pointer of the string that holds the first
 // bytes that are not UTF-8 (of the object, for a name): the text is scanned
 // with each bad sequence made a control character, which a string may not
-// hold raw.
+// hold raw. It is "" when the text is not JSON but for those bytes (Go's
+// json.Valid does not read UTF-8), as Go's strictjson.Check says.
 function badUTF8Pointer(bytes) {
   const text = new TextDecoder('utf-8').decode(bytes);
+  try {
+    scan(text, true);
+  } catch (err) {
+    if (err instanceof JSONFault) return '';
+    throw err;
+  }
   let ptr = '';
   try {
-    scanStrict(text.replace(/\uFFFD/g, '\u0001'));
+    scan(text.replace(/\uFFFD/g, '\u0001'), false);
   } catch (err) {
     if (err instanceof JSONFault) ptr = err.pointer;
   }
@@ -208,7 +264,7 @@ function readRaw(bytes) {
   try {
     return { job: scanStrict(text) };
   } catch (err) {
-    if (err instanceof JSONFault) return { errors: [[err.pointer, 'json']] };
+    if (err instanceof JSONFault) return { errors: [[err.syntax ? '' : err.pointer, 'json']] };
     throw err;
   }
 }
