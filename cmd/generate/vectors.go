@@ -25,6 +25,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf16"
+
+	"golang.org/x/net/idna"
 )
 
 // vectorsPath is where Vectors' output is written, under the output
@@ -390,6 +392,15 @@ func idVectors() ([]idVector, error) {
 		{"tenant, a key with Unicode", "mail", "acme", "reset-password:42 ✓", "", "Hirevel <no-reply@Example.COM>", vQueue},
 		{"idSecret", "mail", "acme", "reset-password:42 ✓", strings.Repeat("2a", 32), "Hirevel <no-reply@Example.COM>", vQueue},
 		{"another namespace, a sender without domain", "billing", "", "invoice:1", "", "not a mailbox", ""},
+		{"an IDN sender: the domain's A-labels", "mail", "", "invoice:2", "", "Bücher <ada@bücher.example>", vQueue},
+		{"a sender whose domain lowercases apart in Go and JavaScript (İ)", "mail", "", "invoice:3", "", "x@İx.EXAMPLE", vQueue},
+		{"a sender with ß, kept (no transitional mapping)", "mail", "", "invoice:4", "", "x@Straße.example", vQueue},
+		{"an ASCII sender domain is kept as it is, an A-label that does not decode too", "mail", "", "invoice:5", "", "x@XN--ZZ.example", vQueue},
+		{"an IDN sender with a label of -- at 3 and 4: no ASCII form", "mail", "", "invoice:6", "", "x@ab--c.bücher.example", vQueue},
+		{"an IDN sender with a label that starts with -: no ASCII form", "mail", "", "invoice:7", "", "x@-ü.example", vQueue},
+		{"an IDN sender with _ (STD3 rules): no ASCII form", "mail", "", "invoice:8", "", "x@a_b.bücher.example", vQueue},
+		{"an IDN sender with ≠ (STD3 rules): no ASCII form", "mail", "", "invoice:9", "", "x@a≠b.bücher.example", vQueue},
+		{"an IDN sender with an A-label that does not decode: no ASCII form", "mail", "", "invoice:10", "", "x@xn--zz.bücher.example", vQueue},
 	}
 	var out []idVector
 	for _, in := range ins {
@@ -431,7 +442,10 @@ func idVectors() ([]idVector, error) {
 	return out, nil
 }
 
-// vdomain is the lowercase domain of a mailbox, or localhost.
+// vdomain is the domain of a mailbox in its ASCII form, lowercased as
+// ASCII, or localhost (docs/wire.md, "Ids"): an ASCII domain as it is, any
+// other through IDNA's Lookup profile (UTS 46, transitional mapping off),
+// localhost when that fails.
 func vdomain(from string) string {
 	a, err := mail.ParseAddress(from)
 	if err != nil {
@@ -441,7 +455,16 @@ func vdomain(from string) string {
 	if at < 0 || at == len(a.Address)-1 {
 		return "localhost"
 	}
-	return strings.ToLower(a.Address[at+1:])
+	d := a.Address[at+1:]
+	for i := 0; i < len(d); i++ {
+		if d[i] >= 0x80 {
+			if d, err = idna.Lookup.ToASCII(d); err != nil || d == "" {
+				return "localhost"
+			}
+			break
+		}
+	}
+	return strings.ToLower(d)
 }
 
 // vuuid is a UUID of version 8 from the first 16 bytes of a hexadecimal

@@ -17,6 +17,7 @@ const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
+const url = require('node:url');
 const Ajv2020 = require('ajv/dist/2020');
 const addFormats = require('ajv-formats');
 
@@ -473,11 +474,36 @@ function uuid8(seedHex) {
   return [h.slice(0, 8), h.slice(8, 12), h.slice(12, 16), h.slice(16, 20), h.slice(20)].join('-');
 }
 
+// asciiDomain is a domain's ASCII form as Go's mail.ASCIIDomain gives it
+// (docs/wire.md, "Ids"), or null when it has none: an ASCII domain as it is
+// (url.domainToASCII would refuse an A-label that does not decode, such as
+// xn--zz, which Go keeps), any other through url.domainToASCII (UTS 46,
+// transitional mapping off) with the two checks of Go's Lookup profile that
+// Node's URL profile leaves out: STD3 rules (ASCII letters, digits and '-'
+// alone; not ≠ ≮ ≯) and hyphens (no label that starts or ends with '-' or
+// has "--" at its 3rd and 4th characters), both on the labels in Unicode.
+// Go's Lookup also applies the Bidi rule (RFC 5893), which Node does not:
+// for a domain with right-to-left characters the two can differ (١٢.example:
+// Go has none, Node xn--9hbc.example), and no vector holds one.
+function asciiDomain(d) {
+  if (/^[\x00-\x7f]*$/.test(d)) return d;
+  const a = url.domainToASCII(d);
+  if (a === '') return null;
+  for (const label of url.domainToUnicode(a).split('.')) {
+    if (/[^a-z0-9\-\x80-\u{10ffff}]|[\u2260\u226e\u226f]/u.test(label)) return null;
+    if (label.startsWith('-') || label.endsWith('-') || label.slice(2, 4) === '--') return null;
+  }
+  return a;
+}
+
+// domainOf is the domain of a Message-ID and the Content-IDs: from's
+// domain in its ASCII form, lowercased as ASCII, or localhost.
 function domainOf(from) {
   const m = /<([^<>]*)>\s*$/.exec(from);
-  const addr = m ? m[1] : from;
+  const addr = (m ? m[1] : from).replace(/^[ \t]+|[ \t]+$/g, '');
   if (!mailbox(from)) return 'localhost';
-  return addr.slice(addr.lastIndexOf('@') + 1).toLowerCase();
+  const d = asciiDomain(addr.slice(addr.lastIndexOf('@') + 1));
+  return d ? d.replace(/[A-Z]/g, (c) => c.toLowerCase()) : 'localhost';
 }
 
 // ---- a worker's opening of a stored job (docs/wire.md) --------------------
