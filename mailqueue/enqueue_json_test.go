@@ -316,3 +316,35 @@ func (bigCodec) Encode(context.Context, []byte, []byte) (string, error) {
 func (bigCodec) Decode(context.Context, string, []byte) ([]byte, error) {
 	return bytes.Repeat([]byte(" "), testReadLimit+1), nil
 }
+
+// TestIntegralNumbers: an integer field takes an integral value however it
+// is written (1.0, 3.0, 30e-1), at enqueue and at the worker, as JSON
+// Schema's integer does and as a store that re-encodes numbers may write
+// it; the canonical JSON, and so the hash, is that of 1 and 3.
+func TestIntegralNumbers(t *testing.T) {
+	for _, text := range []string{
+		`{"v":1.0,"kind":"template","template":"welcome","from":"shop@example.com","idempotencyKey":"k1","to":["ada@example.com"],"maxAttempts":3.0}`,
+		`{"v":1e0,"kind":"template","template":"welcome","from":"shop@example.com","idempotencyKey":"k1","to":["ada@example.com"],"maxAttempts":30e-1}`,
+	} {
+		if err := jobv1.Validate([]byte(text)); err != nil {
+			t.Errorf("Validate(%s) = %v", text, err)
+		}
+		q, d := newJSONQueue(t, Config{})
+		if _, err := q.EnqueueJSON(t.Context(), []byte(text)); err != nil {
+			t.Fatalf("EnqueueJSON(%s) = %v", text, err)
+		}
+		stored := d.jobs[0].Data
+		if !bytes.Contains(stored, []byte(`"maxAttempts":3,`)) {
+			t.Fatalf("stored %s, want maxAttempts 3", stored)
+		}
+		// A store that writes the number back as 3.0: the worker reads it.
+		rewritten := bytes.Replace(stored, []byte(`"maxAttempts":3,`), []byte(`"maxAttempts":3.0,`), 1)
+		job, o := openJob(t.Context(), rewritten, q.openParams(d.jobs[0].ID))
+		if o != nil || job.MaxAttempts != 3 {
+			t.Errorf("openJob of 3.0 = %+v, %+v", job, o)
+		}
+	}
+	if err := jobv1.Validate([]byte(`{"v":1,"kind":"template","template":"welcome","from":"shop@example.com","to":["ada@example.com"],"maxAttempts":3.5}`)); err == nil {
+		t.Error("Validate took maxAttempts 3.5")
+	}
+}

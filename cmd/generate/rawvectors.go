@@ -13,7 +13,7 @@ import (
 )
 
 // rawVector is a job given as bytes, as a gateway for another language or
-// `mailq enqueue FILE` hands it. Its bytes are the concatenation of Parts,
+// `mailq validate FILE` reads it. Its bytes are the concatenation of Parts,
 // each the standard base64 of a text repeated Repeat times (once when 0),
 // so that a big job takes few bytes in the file.
 type rawVector struct {
@@ -72,9 +72,9 @@ func ruleValidJobs() []jobVector {
 		{"mailboxes net/mail reads", edited(contentJob(), func(m map[string]any) {
 			m["to"] = []any{`"ada"@example.com`, "a@[192.0.2.1]", "<a@b.example>", "Ada (home) <a@b.example>", "  a@b.example ", "Ada. Lovelace <a@b.example>", "é@é.example", "a@b"}
 		})},
-		{"an IDN Message-ID and Content-ID", edited(contentJob(), func(m map[string]any) {
-			m["messageId"] = "<a.b@bücher.example>"
-			m["attachments"] = []any{map[string]any{"ref": "logo.png", "contentId": "logo@bücher.example", "disposition": "inline"}}
+		{"a Message-ID and Content-ID of an IDN, in A-labels", edited(contentJob(), func(m map[string]any) {
+			m["messageId"] = "<a.b@xn--bcher-kva.example>"
+			m["attachments"] = []any{map[string]any{"ref": "logo.png", "contentId": "logo@xn--bcher-kva.example", "disposition": "inline"}}
 		})},
 		{"expiresAt a fraction of a second after scheduledAt, in other zones", edited(contentJob(), func(m map[string]any) {
 			m["scheduledAt"] = "2026-11-30T12:00:00.1234567891Z"
@@ -103,6 +103,7 @@ func ruleInvalidJobs() []invalidVector {
 	var out []invalidVector
 	for _, c := range []struct{ name, char string }{
 		{"NUL", "\x00"}, {"VT", "\v"}, {"ESC", "\x1b"}, {"DEL", "\x7f"}, {"C1 NEL", "\u0085"}, {"a space", " "}, {"NBSP", "\u00a0"},
+		{"U+2028", "\u2028"}, {"a fullwidth at sign", "\uff20"}, {"U+202E", "\u202e"}, {"a U-label", "ü"},
 	} {
 		out = append(out,
 			iv("a Message-ID with "+c.name, edited(contentJob(), func(m map[string]any) { m["messageId"] = "<a" + c.char + "b@example.com>" }), fieldVector{"/messageId", "pattern"}),

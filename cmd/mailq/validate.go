@@ -38,7 +38,7 @@ func validate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	status := 0
 	for _, name := range files {
-		data, err := readJob(name, stdin)
+		data, err := readJob(name, stdin, *maxBytes)
 		if err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", name, err)
 			status = 1
@@ -76,7 +76,7 @@ func validate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func checkJob(data []byte, maxBytes int) (fields []jobv1.FieldError, more int, err error) {
 	if len(data) > maxBytes {
 		return []jobv1.FieldError{{Rule: "maxJobBytes",
-			Message: fmt.Sprintf("is %d bytes, more than the %d a queue takes: not read further", len(data), maxBytes)}}, 0, nil
+			Message: fmt.Sprintf("is more than the %d bytes a queue takes: not read further", maxBytes)}}, 0, nil
 	}
 	err = jobv1.Validate(data)
 	var ve *jobv1.ValidationError
@@ -86,12 +86,10 @@ func checkJob(data []byte, maxBytes int) (fields []jobv1.FieldError, more int, e
 	return nil, 0, err
 }
 
-// maxReadBytes bounds what validate reads of one file: far more than any
-// queue takes, so a bigger file is told too big rather than read whole.
-const maxReadBytes = 16 << 20
-
-// readJob reads a job file, or standard input for "-".
-func readJob(name string, stdin io.Reader) ([]byte, error) {
+// readJob reads a job file, or standard input for "-": at most maxBytes+1
+// bytes, so that a file bigger than a queue takes is told so (checkJob)
+// without being read whole.
+func readJob(name string, stdin io.Reader, maxBytes int) ([]byte, error) {
 	r := stdin
 	if name != "-" {
 		f, err := os.Open(name)
@@ -101,14 +99,7 @@ func readJob(name string, stdin io.Reader) ([]byte, error) {
 		defer func() { _ = f.Close() }() // read only: nothing is lost
 		r = f
 	}
-	data, err := io.ReadAll(io.LimitReader(r, maxReadBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxReadBytes {
-		return nil, fmt.Errorf("more than %d bytes: not a job a queue takes", maxReadBytes)
-	}
-	return data, nil
+	return io.ReadAll(io.LimitReader(r, int64(maxBytes)+1))
 }
 
 // printCodes lists the codes of schema/codes.yaml.

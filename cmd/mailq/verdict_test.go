@@ -175,7 +175,7 @@ func TestValidateMaxJobBytes(t *testing.T) {
 		want string
 	}{
 		{[]string{"validate", "--max-job-bytes", "1000", "-"}, 0, "-: valid"},
-		{[]string{"validate", "--max-job-bytes", "50", "-"}, 1, "(the job): is 97 bytes, more than the 50 a queue takes: not read further [maxJobBytes]"},
+		{[]string{"validate", "--max-job-bytes", "50", "-"}, 1, "(the job): is more than the 50 bytes a queue takes: not read further [maxJobBytes]"},
 		{[]string{"validate", "--max-job-bytes", "0", "-"}, 2, ""},
 		{[]string{"validate", "--max-job-bytes", "x", "-"}, 2, ""},
 	} {

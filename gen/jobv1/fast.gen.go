@@ -75,20 +75,15 @@ var fastClass12 = &schemafast.Class{
 	NonASCII: false,
 }
 
-// fastClass13 is the class of ^[^\r\n/\\]+$.
-var fastClass13 = &schemafast.Class{
-	Hi:       uint64(0xffffffffefffffff),
-	Lo:       uint64(0xffff7fffffffdbff),
-	NonASCII: true,
-}
+var fastRE13 = regexp.MustCompile("^(?:[ -.0-\\[\\]-~]{1,255}|[^\\x00-\\x1f\\x7f-\\x9f/\\\\]{1,40})$")
 
 var fastRE14 = regexp.MustCompile("^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$")
 
 var fastRE15 = regexp.MustCompile("^[A-Za-z0-9+/]*={0,2}$")
 
-var fastRE16 = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@[^\\x00-\\x20\"(),:;<>@\\[\\\\\\]\\x7f-\\xa0]+$")
+var fastRE16 = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+$")
 
-var fastRE17 = regexp.MustCompile("^<[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@[^\\x00-\\x20\"(),:;<>@\\\\\\x7f-\\xa0]+>$")
+var fastRE17 = regexp.MustCompile("^<[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@[A-Za-z0-9!#$%&'*+/=?^_`{|}~.\\[\\]-]+>$")
 
 // fast5 checks /$defs/version of the schema.
 func fast5(v any) bool {
@@ -632,7 +627,7 @@ func fast46(v any) bool {
 		if !schemafast.Length(s, 1, 255) {
 			return false
 		}
-		if !schemafast.Repeat(s, fastClass13, 1, -1) {
+		if !fastRE13.MatchString(s) {
 			return false
 		}
 	}

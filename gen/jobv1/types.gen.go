@@ -78,8 +78,9 @@ type Job struct {
 	// MessageID is the Message-ID (RFC 5322 section 3.6.4) with its angle
 	// brackets, fixed at enqueue so every attempt sends the same message:
 	// <left@right>, left a dot-atom of ASCII atext, right ASCII atext, dots and
-	// brackets or an internationalized domain (the worker writes it in A-labels).
-	// No space and no control character (C0, DEL, C1) anywhere.
+	// brackets: ASCII only (an internationalized domain is written in its
+	// A-labels, as the producer derives it). No space, no control character and no
+	// other character.
 	MessageID string `json:"messageId,omitempty"`
 
 	// IdempotencyKey is the key the job is enqueued once under, such as
@@ -171,7 +172,12 @@ type Content struct {
 // (ref) that the worker's ResolveAttachment reads. A job names no file or URL
 // itself.
 type Attachment struct {
-	// Filename is the file name the recipient sees. No CR, LF, '/' or '\\'.
+	// Filename is the file name the recipient sees: up to 255 characters of
+	// printable ASCII, or up to 40 characters when any is not ASCII (the worker
+	// writes such a name as RFC 2047 encoded words, up to 15 characters each, on
+	// the line of its Content-Type and Content-Disposition, which must fit RFC
+	// 5322's 998 characters, section 2.1.1). No control character (C0, DEL, C1),
+	// '/' or '\\'.
 	Filename string `json:"filename,omitempty"`
 
 	// ContentType is the media type, such as image/png (application/octet-stream
@@ -187,9 +193,9 @@ type Attachment struct {
 
 	// ContentID is the Content-ID without angle brackets, which the HTML
 	// references as cid:...; fixed at enqueue: left@right, left ASCII atext and
-	// dots, right ASCII atext and dots or an internationalized domain (the worker
-	// writes it in A-labels). No space and no control character (C0, DEL, C1)
-	// anywhere.
+	// dots, right ASCII atext and dots: ASCII only (RFC 5322 section 3.6.4; an
+	// internationalized domain is written in its A-labels, as the producer derives
+	// it). No space, no control character and no other character.
 	ContentID string `json:"contentId,omitempty"`
 
 	// Disposition is how the part is shown.

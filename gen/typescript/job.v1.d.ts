@@ -66,7 +66,7 @@ export interface Job {
    */
   attachments?: Attachment[];
   /**
-   * The Message-ID (RFC 5322 section 3.6.4) with its angle brackets, fixed at enqueue so every attempt sends the same message: <left@right>, left a dot-atom of ASCII atext, right ASCII atext, dots and brackets or an internationalized domain (the worker writes it in A-labels). No space and no control character (C0, DEL, C1) anywhere.
+   * The Message-ID (RFC 5322 section 3.6.4) with its angle brackets, fixed at enqueue so every attempt sends the same message: <left@right>, left a dot-atom of ASCII atext, right ASCII atext, dots and brackets: ASCII only (an internationalized domain is written in its A-labels, as the producer derives it). No space, no control character and no other character.
    */
   messageId?: string;
   /**
@@ -143,7 +143,7 @@ export interface Content {
  */
 export interface Attachment {
   /**
-   * The file name the recipient sees. No CR, LF, '/' or '\\'.
+   * The file name the recipient sees: up to 255 characters of printable ASCII, or up to 40 characters when any is not ASCII (the worker writes such a name as RFC 2047 encoded words, up to 15 characters each, on the line of its Content-Type and Content-Disposition, which must fit RFC 5322's 998 characters, section 2.1.1). No control character (C0, DEL, C1), '/' or '\\'.
    */
   filename?: string;
   /**
@@ -159,7 +159,7 @@ export interface Attachment {
    */
   ref?: string;
   /**
-   * The Content-ID without angle brackets, which the HTML references as cid:...; fixed at enqueue: left@right, left ASCII atext and dots, right ASCII atext and dots or an internationalized domain (the worker writes it in A-labels). No space and no control character (C0, DEL, C1) anywhere.
+   * The Content-ID without angle brackets, which the HTML references as cid:...; fixed at enqueue: left@right, left ASCII atext and dots, right ASCII atext and dots: ASCII only (RFC 5322 section 3.6.4; an internationalized domain is written in its A-labels, as the producer derives it). No space, no control character and no other character.
    */
   contentId?: string;
   /**

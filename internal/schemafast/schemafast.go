@@ -231,12 +231,23 @@ func (d *Decoder) Bool(v any) bool {
 	return b
 }
 
-// Int returns v as an int: a JSON number written as an integer.
+// Int returns v as an int: a JSON number of an integral value, however it
+// is written (3, 3.0, 3e0: JSON Schema's "integer" is a value, not a
+// notation, and canonical JSON writes all three as 3), within 2^53 in
+// magnitude.
 func (d *Decoder) Int(v any) int {
 	switch n := v.(type) {
 	case json.Number:
 		i, err := strconv.ParseInt(string(n), 10, 64)
-		if err != nil || int64(int(i)) != i {
+		if err != nil {
+			f, ferr := strconv.ParseFloat(string(n), 64)
+			if ferr != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+				d.fail("integer", v)
+				return 0
+			}
+			i = int64(f)
+		}
+		if int64(int(i)) != i {
 			d.fail("integer", v)
 		}
 		return int(i)

@@ -94,3 +94,53 @@ func TestUnfoldableFieldsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestLongestAcceptedFilenamesFit builds messages whose attachments carry
+// the longest file names the schema accepts (255 printable ASCII
+// characters, or 40 characters of which some are not ASCII, the widest
+// being four-byte characters, which the worker writes as encoded words),
+// with the longest content type, inline and not, and checks that every line
+// is at most 998 octets; one character more is refused.
+func TestLongestAcceptedFilenamesFit(t *testing.T) {
+	ct := "application/" + strings.Repeat("x", 255-len("application/"))
+	for _, name := range []string{
+		strings.Repeat("a", 255), strings.Repeat(`"`, 255), strings.Repeat("=?", 127) + "=", strings.Repeat(";", 255),
+		strings.Repeat("😀", 40), strings.Repeat("€", 40), "a" + strings.Repeat("ü", 39), strings.Repeat("\u00a0", 40),
+	} {
+		for _, inline := range []bool{false, true} {
+			disposition := "attachment"
+			if inline {
+				disposition = "inline"
+			}
+			job := edit(t, validContent, func(m map[string]any) {
+				m["attachments"] = []any{map[string]any{"filename": name, "contentType": ct, "content": "aGk=", "disposition": disposition}}
+			})
+			if err := jobv1.Validate([]byte(job)); err != nil {
+				t.Fatalf("the schema refuses the file name %.12q...: %v", name, err)
+			}
+			msg := &mail.Message{
+				MessageID: "<m@example.com>", Date: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC),
+				From: "shop@example.com", To: []string{"ada@example.com"}, Subject: "Hi", Text: "Hi", HTML: "<p>Hi</p>",
+				Attachments: []mail.Attachment{{Filename: name, ContentType: ct, Data: []byte("hi"), Inline: inline,
+					ContentID: strings.Repeat("c", 200) + "@" + strings.Repeat("d", 49)}},
+			}
+			b, err := msg.Bytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, line := range bytes.Split(b, []byte("\r\n")) {
+				if len(line) > 998 {
+					t.Errorf("file name %.12q... (inline %t): line %d is %d octets, more than 998", name, inline, i+1, len(line))
+				}
+			}
+		}
+	}
+	for _, name := range []string{strings.Repeat("a", 256), strings.Repeat("é", 41), strings.Repeat("a", 200) + "é"} {
+		job := edit(t, validContent, func(m map[string]any) {
+			m["attachments"] = []any{map[string]any{"filename": name, "content": "aGk="}}
+		})
+		if err := jobv1.Validate([]byte(job)); err == nil {
+			t.Errorf("the schema takes the file name %.12q... of %d characters", name, len([]rune(name)))
+		}
+	}
+}
