@@ -50,6 +50,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -231,6 +232,7 @@ type Source struct {
 	shift atomic.Int64 // µs added to the database's clock, in tests only
 
 	n notifier
+	b batcher
 }
 
 var (
@@ -254,6 +256,7 @@ func OpenSource(ctx context.Context, opts Options) (*Source, error) {
 	}
 	s := &Source{pool: opts.Pool, opts: opts, log: opts.Logger, q: newQueries(opts.Schema)}
 	s.n.src = s
+	s.b.src = s
 	if err := s.settings(ctx); err != nil {
 		return nil, err
 	}
@@ -628,90 +631,66 @@ func (s *Source) takeTurns(ctx context.Context, leases []*mailqueue.Lease) {
 	}
 }
 
-// settleArgs are the arguments of the settle statement for the outcome.
-func (s *Source) settleArgs(id, token string, out mailqueue.Outcome) ([]any, error) {
-	var state int16
-	var spent int32
-	var delay, keep time.Duration
-	keepData := true
+// settleOp returns the settle of the outcome, asking limit leases of
+// lease each after it.
+func (s *Source) settleOp(ctx context.Context, id, token string, out mailqueue.Outcome, limit int, lease time.Duration) (*settleOp, error) {
+	o := &settleOp{ctx: ctx, what: out.Action.String(), id: id, token: token, keepData: true, wake: -1, limit: limit, lease: lease, before: s.now()}
 	switch out.Action {
 	case mailqueue.Ack:
-		state, spent, keep = stAccepted, 1, s.opts.DedupeWindow
-		keepData = s.opts.RetainData == mailqueue.RetainAllData
+		o.state, o.spent, o.keep = stAccepted, 1, s.opts.DedupeWindow
+		o.keepData = s.opts.RetainData == mailqueue.RetainAllData
 		out.Code, out.Reason = "", ""
 	case mailqueue.Retry:
-		state, spent, delay = stQueued, 1, max(out.Delay, 0)
+		o.state, o.spent, o.delay, o.wake = stQueued, 1, max(out.Delay, 0), max(out.Delay, 0)
 	case mailqueue.Release:
-		state, delay = stQueued, max(out.Delay, 0)
+		o.state, o.delay, o.wake = stQueued, max(out.Delay, 0), max(out.Delay, 0)
 	case mailqueue.Fail:
-		state, spent, keep = stFailed, 1, s.opts.RetainFailed
+		o.state, o.spent, o.keep = stFailed, 1, s.opts.RetainFailed
 		if out.State == codes.StateDeliveryUnknown {
-			state = stDeliveryUnknown
+			o.state = stDeliveryUnknown
 		}
-		keepData = s.opts.RetainData != mailqueue.RetainNoData
+		o.keepData = s.opts.RetainData != mailqueue.RetainNoData
 	default:
 		return nil, fmt.Errorf("postgres: settle: no action %v", out.Action)
 	}
-	return []any{s.us(), s.opts.Queue, id, token, state, spent, string(out.Code), out.Reason, delay.Microseconds(), keep.Microseconds(), keepData}, nil
+	// A value PostgreSQL cannot store in text (a NUL, bytes not UTF-8)
+	// would fail the settle at every try.
+	o.code, o.reason = pgText(string(out.Code)), pgText(out.Reason)
+	return o, nil
 }
 
-// settle runs the settle statement: false is a token not current.
+// pgText returns s as PostgreSQL's text stores it: valid UTF-8, no NUL.
+func pgText(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
+}
+
+// settle runs a settle, batched with those of concurrent runs (batch.go):
+// false is a token not current.
 func (s *Source) settle(ctx context.Context, id, token string, out mailqueue.Outcome) (bool, error) {
-	args, err := s.settleArgs(id, token, out)
+	o, err := s.settleOp(ctx, id, token, out, 0, 0)
 	if err != nil {
 		return false, err
 	}
-	ct, err := s.pool.Exec(ctx, s.q.settle, args...)
-	if err != nil {
-		return false, fmt.Errorf("postgres: %s: %w", out.Action, err)
-	}
-	ok := ct.RowsAffected() == 1
-	if ok && (out.Action == mailqueue.Retry || out.Action == mailqueue.Release) {
-		s.n.wakeIn(out.Delay)
-	}
-	return ok, nil
+	ok, _, err := s.b.run(o)
+	return ok, err
 }
 
-// SettleAndReserve settles a run and leases up to r.Limit more jobs in one
-// round trip (a batch of the two statements, one implicit transaction:
-// when it fails, neither applied); see polling.SettleReserver.
+// SettleAndReserve settles a run and leases up to r.Limit more jobs,
+// batched with the settles of concurrent runs (batch.go): one round trip
+// and one implicit transaction for the batch (when it fails, nothing of it
+// applied), one settle statement for its settles, each fenced by its own
+// token, and one reserve of the leases they ask for, shared out among them;
+// see polling.SettleReserver.
 func (s *Source) SettleAndReserve(ctx context.Context, p polling.SettleParams, r mailqueue.ReserveParams) (bool, []*mailqueue.Lease, error) {
-	args, err := s.settleArgs(p.ID, p.Token, p.Outcome)
+	limit := max(r.Limit, 0)
+	if r.LeaseDuration <= 0 {
+		r.LeaseDuration = s.opts.LeaseDuration
+	}
+	o, err := s.settleOp(ctx, p.ID, p.Token, p.Outcome, limit, r.LeaseDuration)
 	if err != nil {
 		return false, nil, err
 	}
-	if r.Limit <= 0 {
-		ok, err := s.settle(ctx, p.ID, p.Token, p.Outcome)
-		return ok, nil, err
-	}
-	r = s.reserveParams(r)
-	before := s.now()
-	b := &pgx.Batch{}
-	b.Queue(s.q.settle, args...)
-	b.Queue(s.reserveSQL(), s.us(), s.opts.Queue, r.Limit, r.LeaseDuration.Microseconds())
-	br := s.pool.SendBatch(ctx, b)
-	ct, err := br.Exec()
-	if err != nil {
-		_ = br.Close()
-		return false, nil, fmt.Errorf("postgres: %s and reserve: %w", p.Outcome.Action, err)
-	}
-	rows, err := br.Query()
-	var leases []*mailqueue.Lease
-	if err == nil {
-		leases, err = s.scanLeases(rows, before.Add(r.LeaseDuration))
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return false, nil, fmt.Errorf("postgres: %s and reserve: %w", p.Outcome.Action, err)
-	}
-	ok := ct.RowsAffected() == 1
-	if ok && (p.Outcome.Action == mailqueue.Retry || p.Outcome.Action == mailqueue.Release) {
-		s.n.wakeIn(p.Outcome.Delay)
-	}
-	s.afterReserve(ctx, leases, r.Limit)
-	return ok, leases, nil
+	return s.b.run(o)
 }
 
 // Extend moves the end of a lease to now + p.Duration, by the database's

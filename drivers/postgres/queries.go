@@ -13,7 +13,7 @@ type queries struct {
 	insertQueue, selectQueue                     string
 	enqueue, selectHash                          string
 	reserve, reserveFair, nextDue, takeTurns     string
-	settle, extend, pause, resume                string
+	settleMany, extend, pause, resume            string
 	stats, pauses, jobs, get, retryFailed, purge string
 	prune                                        string
 }
@@ -129,22 +129,25 @@ INSERT INTO {schema}.turns AS t (queue, priority, tenant, turn)
 SELECT $1, u.p, u.t, b.b + u.n FROM unnest($2::smallint[], $3::text[]) WITH ORDINALITY AS u(p, t, n), b
 ON CONFLICT (queue, priority, tenant) DO UPDATE SET turn = EXCLUDED.turn`,
 
-	// $3 id, $4 token, $5 the new state, $6 the attempts spent (0 or
-	// 1), $7 code, $8 reason, $9 the delay (µs) of a job queued again,
-	// $10 the retention (µs) of a finished one, $11 whether it keeps
-	// its data. Fenced by the token alone: a lease that ran out still
-	// settles while no reserve took the job.
-	settle: `WITH ` + clk + `
-UPDATE {schema}.jobs j SET state = $5::smallint, attempts = j.attempts + $6::int, token = NULL, lease_until = NULL,
-	code = $7, reason = $8,
-	run_at = CASE WHEN $5::smallint = 0 THEN clk.now + ` + us("$9") + ` ELSE j.run_at END,
-	due_at = CASE WHEN $5::smallint = 0 THEN clk.now + ` + us("$9") + ` ELSE j.due_at END,
-	seq = CASE WHEN $5::smallint = 0 THEN nextval('{schema}.seq') ELSE j.seq END,
-	finished_at = CASE WHEN $5::smallint = 0 THEN NULL ELSE clk.now END,
-	keep_until = CASE WHEN $5::smallint = 0 THEN NULL ELSE clk.now + ` + us("$10") + ` END,
-	data = CASE WHEN $11::boolean THEN j.data ELSE NULL END
-FROM clk
-WHERE j.queue = $2 AND j.id = $3 AND j.token = $4 AND j.state = 1`,
+	// The settles of a batch (batch.go): $3.. arrays of one element a
+	// settle: the id, the token, the new state, the attempts spent (0 or
+	// 1), code, reason, the delay (µs) of a job queued again, the
+	// retention (µs) of a finished one, whether it keeps its data. Each
+	// row is fenced by its own token alone (a lease that ran out still
+	// settles while no reserve took the job); the ordinals of the settles
+	// applied come back. The clock is now() inline, not the clk CTE.
+	settleMany: `UPDATE {schema}.jobs j SET state = i.state, attempts = j.attempts + i.spent, token = NULL, lease_until = NULL,
+	code = i.code, reason = i.reason,
+	run_at = CASE WHEN i.state = 0 THEN now() + ` + us("$1") + ` + ` + us("i.delay") + ` ELSE j.run_at END,
+	due_at = CASE WHEN i.state = 0 THEN now() + ` + us("$1") + ` + ` + us("i.delay") + ` ELSE j.due_at END,
+	seq = CASE WHEN i.state = 0 THEN nextval('{schema}.seq') ELSE j.seq END,
+	finished_at = CASE WHEN i.state = 0 THEN NULL ELSE now() + ` + us("$1") + ` END,
+	keep_until = CASE WHEN i.state = 0 THEN NULL ELSE now() + ` + us("$1") + ` + ` + us("i.keep") + ` END,
+	data = CASE WHEN i.keep_data THEN j.data ELSE NULL END
+FROM unnest($3::text[], $4::text[], $5::smallint[], $6::int[], $7::text[], $8::text[], $9::bigint[], $10::bigint[], $11::boolean[])
+	WITH ORDINALITY AS i(id, token, state, spent, code, reason, delay, keep, keep_data, n)
+WHERE j.queue = $2 AND j.id = i.id AND j.token = i.token AND j.state = 1
+RETURNING i.n`,
 
 	extend: `WITH ` + clk + `
 UPDATE {schema}.jobs j SET lease_until = clk.now + ` + us("$5") + `, due_at = clk.now + ` + us("$5") + `
@@ -228,7 +231,7 @@ func newQueries(schema string) queries {
 	q := templates
 	for _, p := range []*string{
 		&q.insertQueue, &q.selectQueue, &q.enqueue, &q.selectHash, &q.reserve, &q.reserveFair, &q.nextDue, &q.takeTurns,
-		&q.settle, &q.extend, &q.pause, &q.resume, &q.stats, &q.pauses, &q.get, &q.jobs, &q.retryFailed, &q.purge, &q.prune,
+		&q.settleMany, &q.extend, &q.pause, &q.resume, &q.stats, &q.pauses, &q.get, &q.jobs, &q.retryFailed, &q.purge, &q.prune,
 	} {
 		*p = inSchema(*p, schema)
 	}
