@@ -377,24 +377,41 @@ func tstz(t time.Time) pgtype.Timestamptz {
 
 // querier is what an enqueue runs on: the pool, a pgx.Tx, or a *sql.Tx.
 type querier interface {
-	query(ctx context.Context, sql string, args []any, scan func(n int, stored bool, hash string) error) error
+	// insert runs the insert statement and, when wake is not empty, the
+	// NOTIFY, one round trip where it can; it returns the ids stored.
+	insert(ctx context.Context, ins string, args []any, wake string, wakeArgs []any) ([]string, error)
+	// hashes returns the hashes of the ids stored (in the querier's
+	// transaction).
+	hashes(ctx context.Context, sql string, args []any) (map[string]string, error)
 }
 
 // enqueueArgs returns the arguments of the enqueue statement for the jobs
-// (each id once), after the shift, the queue and the channel.
-func (s *Source) enqueueArgs(jobs []mailqueue.NewJob) []any {
+// (each id once), and those of its NOTIFY.
+func (s *Source) enqueueArgs(jobs []mailqueue.NewJob) (ins, wake []any) {
 	n := len(jobs)
 	ids, hashes, datas, tenants := make([]string, n), make([]string, n), make([][]byte, n), make([]string, n)
 	vs, maxes := make([]int32, n), make([]int32, n)
 	pris := make([]int16, n)
 	runAt, enq := make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n)
+	var soonest time.Time
+	now := false
 	for i, j := range jobs {
 		ids[i], hashes[i], datas[i], tenants[i] = j.ID, j.Hash, j.Data, j.TenantID
 		vs[i], pris[i] = version(j.Data), priorityNum(j.Priority)
 		maxes[i] = int32(cmp.Or(j.MaxAttempts, mailqueue.DefaultMaxAttempts)) //nolint:gosec // at most 100
 		runAt[i], enq[i] = tstz(j.RunAt), tstz(j.EnqueuedAt)
+		switch {
+		case j.RunAt.IsZero():
+			now = true
+		case soonest.IsZero() || j.RunAt.Before(soonest):
+			soonest = j.RunAt
+		}
 	}
-	return []any{s.us(), s.opts.Queue, s.channel(), ids, hashes, vs, datas, pris, tenants, maxes, runAt, enq}
+	if now {
+		soonest = time.Time{}
+	}
+	return []any{s.us(), s.opts.Queue, ids, hashes, vs, datas, pris, tenants, maxes, runAt, enq},
+		[]any{s.us(), s.channel(), tstz(soonest)}
 }
 
 // Enqueue stores jobs, all in one statement (one transaction), and wakes
@@ -402,15 +419,17 @@ func (s *Source) enqueueArgs(jobs []mailqueue.NewJob) []any {
 // duplicate is told by the stored hash; a conflict is another hash under
 // the id. A finished job whose retention ended is replaced.
 func (s *Source) Enqueue(ctx context.Context, jobs []mailqueue.NewJob) ([]mailqueue.EnqueueResult, error) {
-	res, err := s.enqueueOn(ctx, poolQuerier{s.pool}, jobs)
+	res, err := s.enqueueOn(ctx, pgxQuerier{s.pool}, jobs)
 	if err == nil && s.n.local() {
 		s.n.wakeAll()
 	}
 	return res, err
 }
 
-// enqueueOn runs the enqueue statement on q. An id given twice in jobs is
-// stored once: the later ones are told against the first.
+// enqueueOn runs the enqueue statement and its NOTIFY on q; when some ids
+// were not stored, their hashes are read after, in the same transaction
+// when q is one, telling a duplicate from a conflict. An id given twice in
+// jobs is stored once: the later ones are told against the first.
 func (s *Source) enqueueOn(ctx context.Context, q querier, jobs []mailqueue.NewJob) ([]mailqueue.EnqueueResult, error) {
 	if len(jobs) == 0 {
 		return nil, nil
@@ -423,89 +442,115 @@ func (s *Source) enqueueOn(ctx context.Context, q querier, jobs []mailqueue.NewJ
 			uniq = append(uniq, j)
 		}
 	}
-	res := make([]mailqueue.EnqueueResult, len(jobs))
-	got := make([]bool, len(uniq))
-	var unseen []int // not stored, and no hash visible to the statement
-	err := q.query(ctx, s.q.enqueue, s.enqueueArgs(uniq), func(n int, stored bool, hash string) error {
-		if n < 1 || n > len(uniq) {
-			return fmt.Errorf("row %d of %d jobs", n, len(uniq))
-		}
-		j := uniq[n-1]
-		got[n-1] = true
-		r := mailqueue.EnqueueResult{ID: j.ID}
-		switch {
-		case stored:
-		case hash == "":
-			unseen = append(unseen, first[j.ID])
-		case hash == j.Hash:
-			r.Duplicate = true
-		default:
-			r.Conflict = true
-		}
-		res[first[j.ID]] = r
-		return nil
-	})
+	ins, wake := s.enqueueArgs(uniq)
+	stored, err := q.insert(ctx, s.q.enqueue, ins, s.q.wake, wake)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: enqueue: %w", err)
 	}
-	if slices.Contains(got, false) {
-		return nil, fmt.Errorf("postgres: enqueue: fewer results than the %d jobs", len(uniq))
+	res := make([]mailqueue.EnqueueResult, len(jobs))
+	done := make(map[string]bool, len(stored))
+	for _, id := range stored {
+		done[id] = true
 	}
-	for _, i := range unseen {
-		// A job of the id was committed by another transaction after this
-		// statement's snapshot began: its hash is read again.
-		var hash string
-		err := q.query(ctx, s.q.selectHash, []any{s.opts.Queue, jobs[i].ID}, func(_ int, _ bool, h string) error { hash = h; return nil })
+	var rest []string
+	for _, j := range uniq {
+		if !done[j.ID] {
+			rest = append(rest, j.ID)
+		}
+	}
+	var held map[string]string
+	if len(rest) > 0 {
+		// Duplicates and conflicts: a new statement, so that a job of the
+		// id committed by another transaction while the insert waited for
+		// it is seen (under READ COMMITTED).
+		held, err = q.hashes(ctx, s.q.selectHashes, []any{s.opts.Queue, rest})
 		if err != nil {
 			return nil, fmt.Errorf("postgres: enqueue: %w", err)
-		}
-		switch hash {
-		case "":
-			return nil, fmt.Errorf("postgres: enqueue: job %s was stored by a transaction this one cannot see; enqueue it again", jobs[i].ID)
-		case jobs[i].Hash:
-			res[i].Duplicate = true
-		default:
-			res[i].Conflict = true
 		}
 	}
 	for i, j := range jobs {
 		f := first[j.ID]
-		if f == i {
-			continue
+		r := mailqueue.EnqueueResult{ID: j.ID}
+		switch {
+		case f != i:
+			r.Duplicate, r.Conflict = j.Hash == jobs[f].Hash, j.Hash != jobs[f].Hash
+		case done[j.ID]:
+		default:
+			h, ok := held[j.ID]
+			switch {
+			case !ok:
+				return nil, fmt.Errorf("postgres: enqueue: job %s was stored by a transaction this one cannot see; enqueue it again", j.ID)
+			case h == j.Hash:
+				r.Duplicate = true
+			default:
+				r.Conflict = true
+			}
 		}
-		res[i] = mailqueue.EnqueueResult{ID: j.ID, Duplicate: j.Hash == jobs[f].Hash, Conflict: j.Hash != jobs[f].Hash}
+		res[i] = r
 	}
 	return res, nil
 }
 
-// poolQuerier runs the enqueue on the pool: one statement, its own
-// transaction.
-type poolQuerier struct{ p *pgxpool.Pool }
-
-func (p poolQuerier) query(ctx context.Context, sql string, args []any, scan func(int, bool, string) error) error {
-	rows, err := p.p.Query(ctx, sql, args...)
-	if err != nil {
-		return err
-	}
-	return scanTriples(rows, scan)
+// batchQuerier is what pgxQuerier runs on: a pool or a pgx.Tx.
+type batchQuerier interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// scanTriples reads the rows of (n, stored, hash) of the enqueue
-// statement.
-func scanTriples(rows pgx.Rows, scan func(int, bool, string) error) error {
-	defer rows.Close()
-	for rows.Next() {
-		var n int64
-		var stored bool
-		var hash string
-		if err := rows.Scan(&n, &stored, &hash); err != nil {
-			return err
-		}
-		if err := scan(int(n), stored, hash); err != nil {
-			return err
-		}
+// pgxQuerier runs the enqueue on the pool (one implicit transaction) or
+// in a pgx.Tx: the insert and its NOTIFY in one pgx.Batch, one round
+// trip.
+type pgxQuerier struct{ q batchQuerier }
+
+func (p pgxQuerier) insert(ctx context.Context, ins string, args []any, wake string, wakeArgs []any) ([]string, error) {
+	b := &pgx.Batch{}
+	b.Queue(ins, args...)
+	if wake != "" {
+		b.Queue(wake, wakeArgs...)
 	}
-	return rows.Err()
+	br := p.q.SendBatch(ctx, b)
+	ids, err := scanIDs(br.Query())
+	if err == nil && wake != "" {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return ids, err
+}
+
+func (p pgxQuerier) hashes(ctx context.Context, sql string, args []any) (map[string]string, error) {
+	rows, err := p.q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	m := map[string]string{}
+	for rows.Next() {
+		var id, h string
+		if err := rows.Scan(&id, &h); err != nil {
+			return nil, err
+		}
+		m[id] = h
+	}
+	return m, rows.Err()
+}
+
+// scanIDs reads the ids of the enqueue statement's RETURNING.
+func scanIDs(rows pgx.Rows, err error) ([]string, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
 
 // Reserve leases up to p.Limit due jobs in one statement; see
