@@ -26,7 +26,18 @@
 // transaction (so the wake-up comes at commit, and never for a rollback),
 // the source LISTENs on a dedicated connection while a worker runs
 // (polling.Notifier) and arms a timer for the next scheduled job; the poll
-// (Options.PollInterval, 1 s) is a safety net. One worker at a time prunes
+// (Options.PollInterval, 1 s) is a safety net.
+//
+// PostgreSQL holds a lock on its notification queue from a notifying
+// commit's start until its WAL is flushed, so that transactions that
+// notify commit one at a time. An enqueue of jobs due now therefore
+// notifies at most once every NotifyWindow (2 ms) per queue and process
+// (a scheduled job always does, its NOTIFY carrying when it is due), and
+// a worker woken by a notification reserves once more NotifyWindow later:
+// a job whose NOTIFY was left out is taken within the window of the one
+// sent. The trade (River's insert-notify limiter makes it too): a
+// transaction held open longer than that after its enqueue, or one whose
+// NOTIFY was left out after another rolled back, may wait for the poll. One worker at a time prunes
 // the jobs whose retention ended, in small batches, under an advisory
 // lock.
 //
@@ -229,7 +240,8 @@ type Source struct {
 	log  *slog.Logger
 	q    queries
 
-	shift atomic.Int64 // µs added to the database's clock, in tests only
+	shift      atomic.Int64 // µs added to the database's clock, in tests only
+	lastNotify atomic.Int64 // the local clock (ns) of the last enqueue's NOTIFY of jobs due now
 
 	n notifier
 	b batcher
@@ -414,6 +426,23 @@ func (s *Source) enqueueArgs(jobs []mailqueue.NewJob) (ins, wake []any) {
 		[]any{s.us(), s.channel(), tstz(soonest)}
 }
 
+// NotifyWindow is the least time between two NOTIFYs of an enqueue of
+// jobs due now, per queue and process; a worker woken by a notification
+// reserves once more NotifyWindow later, so that a job whose NOTIFY was
+// left out is taken then (see the package's doc).
+const NotifyWindow = 2 * time.Millisecond
+
+// notifyNow reports whether an enqueue of jobs due now sends its NOTIFY:
+// none was sent in the last NotifyWindow.
+func (s *Source) notifyNow() bool {
+	now := time.Now().UnixNano()
+	last := s.lastNotify.Load()
+	if now-last < int64(NotifyWindow) {
+		return false
+	}
+	return s.lastNotify.CompareAndSwap(last, now)
+}
+
 // Enqueue stores jobs, all in one statement (one transaction), and wakes
 // the workers through NOTIFY at its commit; see mailqueue.Source. A
 // duplicate is told by the stored hash; a conflict is another hash under
@@ -443,7 +472,11 @@ func (s *Source) enqueueOn(ctx context.Context, q querier, jobs []mailqueue.NewJ
 		}
 	}
 	ins, wake := s.enqueueArgs(uniq)
-	stored, err := q.insert(ctx, s.q.enqueue, ins, s.q.wake, wake)
+	wakeSQL := s.q.wake
+	if !wake[2].(pgtype.Timestamptz).Valid && !s.notifyNow() {
+		wakeSQL = ""
+	}
+	stored, err := q.insert(ctx, s.q.enqueue, ins, wakeSQL, wake)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: enqueue: %w", err)
 	}

@@ -14,12 +14,14 @@ import (
 // pgx.Conn or a pgxpool.Pool) or a *sql.Tx of pgx's stdlib
 // (github.com/jackc/pgx/v5/stdlib), with the statements Enqueue runs (the
 // insert and its NOTIFY: one round trip on a pgx.Tx, two on a *sql.Tx; a
-// third reads the stored hashes when some ids were not stored): the jobs are invisible to workers until tx commits and gone if it rolls
-// back; the duplicate check and the conflict (queue.key_reused) are told
+// third reads the stored hashes when some ids were not stored): the jobs
+// are invisible to workers until tx commits and gone if it rolls back;
+// the duplicate check and the conflict (queue.key_reused) are told
 // against what tx sees (a job of the id that another transaction is
 // storing makes the statement wait for its end, as a unique index does);
 // the NOTIFY that wakes the workers is sent at the commit, and never for a
-// rollback. See mailqueue.TxDriver.
+// rollback (at most one every NotifyWindow per queue and process: see the
+// package's doc). See mailqueue.TxDriver.
 //
 // A tx of any other kind is refused with an error wrapping
 // mailqueue.ErrTransactionUnsupported, before anything is written. The
