@@ -593,15 +593,36 @@ func scanIDs(rows pgx.Rows, err error) ([]string, error) {
 func (s *Source) Reserve(ctx context.Context, p mailqueue.ReserveParams) ([]*mailqueue.Lease, error) {
 	p = s.reserveParams(p)
 	before := s.now()
-	rows, err := s.pool.Query(ctx, s.reserveSQL(), s.us(), s.opts.Queue, p.Limit, p.LeaseDuration.Microseconds())
+	// With a runner listening, the µs until the next job is due come in
+	// the same round trip, for the wake-up timer.
+	local := s.n.local()
+	b := &pgx.Batch{}
+	b.Queue(s.reserveSQL(), s.us(), s.opts.Queue, p.Limit, p.LeaseDuration.Microseconds())
+	if local {
+		b.Queue(s.q.nextDue, s.us(), s.opts.Queue)
+	}
+	br := s.pool.SendBatch(ctx, b)
+	rows, err := br.Query()
+	var leases []*mailqueue.Lease
+	if err == nil {
+		leases, err = s.scanLeases(rows, before.Add(p.LeaseDuration))
+	}
+	var next pgtype.Int8
+	if err == nil && local {
+		err = br.QueryRow().Scan(&next)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return nil, fmt.Errorf("postgres: reserve: %w", err)
 	}
-	leases, err := s.scanLeases(rows, before.Add(p.LeaseDuration))
-	if err != nil {
-		return nil, fmt.Errorf("postgres: reserve: %w", err)
+	if s.opts.Fairness == mailqueue.FairnessTenant {
+		s.takeTurns(ctx, leases)
 	}
-	s.afterReserve(ctx, leases, p.Limit)
+	if next.Valid && len(leases) < p.Limit {
+		s.n.wakeIn(time.Duration(next.Int64) * time.Microsecond)
+	}
 	return leases, nil
 }
 
@@ -661,13 +682,14 @@ func (s *Source) scanLeases(rows pgx.Rows, until time.Time) ([]*mailqueue.Lease,
 }
 
 // afterReserve gives the tenants served their new turn (with fairness),
-// and, when the reserve took fewer jobs than it could, arms the wake-up
-// timer for the next job due.
+// and, when the reserve of a batch of settles took no job, arms the
+// wake-up timer for the next job due: a reserve that took some is
+// followed by another (the runs' next settles) before the runner idles.
 func (s *Source) afterReserve(ctx context.Context, leases []*mailqueue.Lease, limit int) {
 	if s.opts.Fairness == mailqueue.FairnessTenant {
 		s.takeTurns(ctx, leases)
 	}
-	if len(leases) >= limit || !s.n.local() {
+	if len(leases) > 0 || limit <= 0 || !s.n.local() {
 		return
 	}
 	var next pgtype.Int8
