@@ -712,7 +712,7 @@ func TestReserveAgainOnlyWhenFull(t *testing.T) {
 			for i := range tc.jobs {
 				jobs = append(jobs, mailqueue.NewJob{ID: fmt.Sprint("j", i), Hash: "h", Data: []byte(`{}`), RunAt: t0, MaxAttempts: 1, EnqueuedAt: t0})
 			}
-			if _, err := fs.Source.Enqueue(context.Background(), jobs); err != nil {
+			if _, err := fs.Enqueue(context.Background(), jobs); err != nil {
 				t.Fatal(err)
 			}
 			h := newBlocking()
