@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/alexify/mailer/mailqueue"
 )
@@ -22,7 +23,8 @@ import (
 // all its settles (settleMany, each row fenced by its own token: a settle
 // applied is one whose ordinal comes back), then one reserve of the leases
 // its runs' slots ask for (SettleAndReserve), summed, shared out among
-// them in the reserve's order.
+// them in the reserve's order, and (with a runner listening) the µs until
+// the next job is due, for the wake-up timer.
 type batcher struct {
 	src     *Source
 	mu      sync.Mutex
@@ -192,8 +194,19 @@ func (b *batcher) sendLive(batch []*settleOp) error {
 	for _, g := range groups {
 		pb.Queue(s.reserveSQL(), s.us(), s.opts.Queue, g.limit, g.lease.Microseconds())
 	}
+	// With a runner listening, the µs until the next job is due come in
+	// the same round trip, for the wake-up timer when the reserve leased
+	// fewer than asked.
+	local := len(groups) > 0 && s.n.local()
+	if local {
+		pb.Queue(s.q.nextDue, s.us(), s.opts.Queue)
+	}
 	br := s.pool.SendBatch(ctx, pb)
 	err := b.read(br, batch, groups, before)
+	var next pgtype.Int8
+	if err == nil && local {
+		err = br.QueryRow().Scan(&next)
+	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
@@ -211,8 +224,11 @@ func (b *batcher) sendLive(batch []*settleOp) error {
 		limit += o.limit
 		leased = append(leased, o.leases...)
 	}
-	if limit > 0 {
-		s.afterReserve(ctx, leased, limit)
+	if limit > 0 && s.opts.Fairness == mailqueue.FairnessTenant {
+		s.takeTurns(ctx, leased)
+	}
+	if next.Valid && len(leased) < limit {
+		s.n.wakeIn(time.Duration(next.Int64) * time.Microsecond)
 	}
 	return nil
 }

@@ -681,27 +681,6 @@ func (s *Source) scanLeases(rows pgx.Rows, until time.Time) ([]*mailqueue.Lease,
 	return leases, nil
 }
 
-// afterReserve gives the tenants served their new turn (with fairness),
-// and, when the reserve of a batch of settles took no job, arms the
-// wake-up timer for the next job due: a reserve that took some is
-// followed by another (the runs' next settles) before the runner idles.
-func (s *Source) afterReserve(ctx context.Context, leases []*mailqueue.Lease, limit int) {
-	if s.opts.Fairness == mailqueue.FairnessTenant {
-		s.takeTurns(ctx, leases)
-	}
-	if len(leases) > 0 || limit <= 0 || !s.n.local() {
-		return
-	}
-	var next pgtype.Int8
-	if err := s.pool.QueryRow(ctx, s.q.nextDue, s.us(), s.opts.Queue).Scan(&next); err != nil {
-		s.log.Debug(string(codes.QueueReserveFailed), "reason", "reading when the next job is due", "err", err)
-		return
-	}
-	if next.Valid {
-		s.n.wakeIn(time.Duration(next.Int64) * time.Microsecond)
-	}
-}
-
 // takeTurns moves the tenants whose jobs of a shared lane (normal, low)
 // were leased to the end of their lane's turns, the last served last.
 func (s *Source) takeTurns(ctx context.Context, leases []*mailqueue.Lease) {
