@@ -13,9 +13,11 @@
 //
 // A reserve takes the due jobs by priority then due time with FOR UPDATE
 // SKIP LOCKED, in one statement on the database's clock (now()), never a
-// worker's, and gives each lease a fresh token. Extend and every settle
-// are one UPDATE fenced by the token alone (docs/architecture.md, "Fenced
-// by the token"): a running job whose lease ran out keeps its token and is
+// worker's, and gives each lease a fresh token. Extend is one UPDATE, and
+// the settles of concurrent runs go together (one pgx.Batch, one
+// transaction: a set-based UPDATE and a reserve of the leases their slots
+// ask for), each row fenced by its own token alone (docs/architecture.md,
+// "Fenced by the token"): a running job whose lease ran out keeps its token and is
 // due again (its due_at is the end of its lease) until a reserve takes it,
 // counting a redelivery. Tenant fairness, pauses of the queue and of a
 // tenant, and retention by time (the dedupe window, RetainFailed,
