@@ -295,6 +295,11 @@ func (r *runner) loop() {
 		} else {
 			backoff = 0
 		}
+		// Reserve again at once only when the reserve filled every slot
+		// it had (more may be due); with fewer, the queue held no more,
+		// and a Notifier source wakes the runner for a job stored
+		// meanwhile. A source without one is asked again while it gives.
+		again := err == nil && len(leases) > 0 && (len(leases) >= free || !r.notified())
 		for _, l := range leases {
 			free--
 			r.runs.Add(1)
@@ -303,7 +308,7 @@ func (r *runner) loop() {
 		for ; free > 0; free-- {
 			<-r.slots
 		}
-		if len(leases) > 0 && err == nil {
+		if again {
 			continue
 		}
 		t := r.d.opts.Clock.NewTimer(wait)
@@ -317,6 +322,9 @@ func (r *runner) loop() {
 		}
 	}
 }
+
+// notified reports whether the runner's source wakes it (Notifier).
+func (r *runner) notified() bool { return r.unnotify != nil }
 
 // nextReserveBackoff returns the wait after a failed reserve that follows
 // a wait of prev (0 after a reserve that worked): reserveRetryBase, then

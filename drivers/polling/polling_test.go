@@ -677,3 +677,59 @@ func TestQueueNameIsTheSources(t *testing.T) {
 		}
 	}
 }
+
+// notifySource is a flakySource that is a Notifier which never wakes: the
+// runner is woken by its poll alone.
+type notifySource struct{ *flakySource }
+
+func (notifySource) Notify(chan<- struct{}) func() { return func() {} }
+
+// TestReserveAgainOnlyWhenFull: with a Notifier source, a reserve that
+// leased fewer jobs than the free slots is not followed by another at
+// once (the source wakes the runner for a job stored meanwhile); a source
+// without a Notifier is asked again while it gives. (One that filled every
+// slot is followed by another as soon as a slot frees:
+// TestConcurrencyIsABound.)
+func TestReserveAgainOnlyWhenFull(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		notifier bool
+		jobs     int
+		want     int32 // the reserves before the runner waits for its poll
+	}{
+		{"notifier, fewer than the slots", true, 1, 1},
+		{"no notifier, fewer than the slots", false, 1, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := clock.NewFake(t0)
+			fs := &flakySource{Source: mustMemorySource(t, memory.Options{Clock: fc})}
+			var src mailqueue.Source = fs
+			if tc.notifier {
+				src = notifySource{fs}
+			}
+			d := mustPolling(t, src, polling.Options{Clock: fc})
+			var jobs []mailqueue.NewJob
+			for i := range tc.jobs {
+				jobs = append(jobs, mailqueue.NewJob{ID: fmt.Sprint("j", i), Hash: "h", Data: []byte(`{}`), RunAt: t0, MaxAttempts: 1, EnqueuedAt: t0})
+			}
+			if _, err := fs.Enqueue(context.Background(), jobs); err != nil {
+				t.Fatal(err)
+			}
+			h := newBlocking()
+			r, err := d.Work(h, mailqueue.WorkOptions{Concurrency: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range tc.jobs {
+				<-h.started
+			}
+			// The runner's poll timer and each run's lease keeper.
+			waitTimers(t, fc, 1+tc.jobs)
+			if got := fs.reserves.Load(); got != tc.want {
+				t.Errorf("%d reserves before the runner waited, want %d", got, tc.want)
+			}
+			close(h.release)
+			_ = r.Close(context.Background())
+		})
+	}
+}

@@ -31,6 +31,7 @@ type notifier struct {
 	done    sync.WaitGroup
 	timer   *time.Timer
 	timerAt time.Time
+	recheck *time.Timer // the reserve once more NotifyWindow after a notification; nil when none is armed
 }
 
 // Notify registers wake and, while at least one runner listens, LISTENs
@@ -63,6 +64,10 @@ func (s *Source) Notify(wake chan<- struct{}) (stop func()) {
 				if n.timer != nil {
 					n.timer.Stop()
 					n.timer = nil
+				}
+				if n.recheck != nil {
+					n.recheck.Stop()
+					n.recheck = nil
 				}
 			}
 			n.mu.Unlock()
@@ -124,6 +129,7 @@ func (n *notifier) listenOnce(ctx context.Context, listening func()) error {
 		d, err := strconv.ParseInt(note.Payload, 10, 64)
 		if err != nil || d <= 0 {
 			n.wakeAll()
+			n.wakeAgain()
 			continue
 		}
 		n.wakeIn(time.Duration(d) * time.Microsecond)
@@ -206,6 +212,30 @@ func (n *notifier) wakeAll() {
 		default:
 		}
 	}
+}
+
+// wakeAgain wakes the runners once more NotifyWindow from now (a
+// wake-up armed for sooner is moved): the enqueues of the window after the
+// notification's sent no NOTIFY of their own (Source.notifyNow).
+func (n *notifier) wakeAgain() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.subs) == 0 {
+		return
+	}
+	if n.recheck != nil {
+		n.recheck.Stop()
+	}
+	var t *time.Timer
+	t = time.AfterFunc(NotifyWindow, func() {
+		n.mu.Lock()
+		if n.recheck == t {
+			n.recheck = nil
+		}
+		n.mu.Unlock()
+		n.wakeAll()
+	})
+	n.recheck = t
 }
 
 // wakeIn arms the timer to wake the runners after d, unless it is armed

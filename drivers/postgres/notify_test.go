@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -188,4 +189,84 @@ func TestPrune(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond)
 	once.Do(stop)
+}
+
+// TestNotifyWindow: a burst of jobs due now, each committed in its own
+// transaction from eight goroutines of another process (another pool),
+// sends at most one NOTIFY every NotifyWindow; the worker, woken by the
+// ones sent and reserving once more a window after each, starts every job
+// within milliseconds of its commit, not at the poll (a minute here).
+func TestNotifyWindow(t *testing.T) {
+	q := openQueue(t, Options{PollInterval: time.Minute})
+	started := startTimes(t, q)
+	other := pgtest.Pool(t)
+	producer, err := OpenSource(ctx, Options{Pool: other, Schema: q.src.opts.Schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Counts the NOTIFYs the burst sends.
+	lc, err := other.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Release()
+	if _, err := lc.Exec(ctx, "LISTEN "+quoteSchema(producer.channel())); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the worker's first reserve and its LISTEN
+	const goroutines, each = 8, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	begin := time.Now()
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each {
+				j := testJob(fmt.Sprintf("burst-%d-%d", g, i), g*each+i)
+				j.RunAt = time.Time{}
+				tx, err := other.Begin(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if _, err := producer.EnqueueTx(ctx, tx, []mailqueue.NewJob{j}); err != nil {
+					errs <- err
+					return
+				}
+				if err := tx.Commit(ctx); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	committed := time.Now()
+	for i := range goroutines * each {
+		select {
+		case <-started:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%d of %d jobs started 5 s after the last commit", i, goroutines*each)
+		}
+	}
+	if d := time.Since(committed); d > 500*time.Millisecond {
+		t.Errorf("the last job started %v after the last commit, want a few milliseconds (NOTIFY and the window's reserve, not the poll)", d)
+	}
+	notes := 0
+	for {
+		wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		_, err := lc.Conn().WaitForNotification(wctx)
+		cancel()
+		if err != nil {
+			break
+		}
+		notes++
+	}
+	if most := int(committed.Sub(begin)/NotifyWindow) + 1; notes > most || notes == 0 {
+		t.Errorf("%d NOTIFYs for %d jobs in %v, want 1 to %d (one a window at most)", notes, goroutines*each, committed.Sub(begin), most)
+	}
+	t.Logf("%d NOTIFYs for %d jobs in %v", notes, goroutines*each, committed.Sub(begin))
 }

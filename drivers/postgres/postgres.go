@@ -13,9 +13,11 @@
 //
 // A reserve takes the due jobs by priority then due time with FOR UPDATE
 // SKIP LOCKED, in one statement on the database's clock (now()), never a
-// worker's, and gives each lease a fresh token. Extend and every settle
-// are one UPDATE fenced by the token alone (docs/architecture.md, "Fenced
-// by the token"): a running job whose lease ran out keeps its token and is
+// worker's, and gives each lease a fresh token. Extend is one UPDATE, and
+// the settles of concurrent runs go together (one pgx.Batch, one
+// transaction: a set-based UPDATE and a reserve of the leases their slots
+// ask for), each row fenced by its own token alone (docs/architecture.md,
+// "Fenced by the token"): a running job whose lease ran out keeps its token and is
 // due again (its due_at is the end of its lease) until a reserve takes it,
 // counting a redelivery. Tenant fairness, pauses of the queue and of a
 // tenant, and retention by time (the dedupe window, RetainFailed,
@@ -26,7 +28,18 @@
 // transaction (so the wake-up comes at commit, and never for a rollback),
 // the source LISTENs on a dedicated connection while a worker runs
 // (polling.Notifier) and arms a timer for the next scheduled job; the poll
-// (Options.PollInterval, 1 s) is a safety net. One worker at a time prunes
+// (Options.PollInterval, 1 s) is a safety net.
+//
+// PostgreSQL holds a lock on its notification queue from a notifying
+// commit's start until its WAL is flushed, so that transactions that
+// notify commit one at a time. An enqueue of jobs due now therefore
+// notifies at most once every NotifyWindow (2 ms) per queue and process
+// (a scheduled job always does, its NOTIFY carrying when it is due), and
+// a worker woken by a notification reserves once more NotifyWindow later:
+// a job whose NOTIFY was left out is taken within the window of the one
+// sent. The trade (River's insert-notify limiter makes it too): a
+// transaction held open longer than that after its enqueue, or one whose
+// NOTIFY was left out after another rolled back, may wait for the poll. One worker at a time prunes
 // the jobs whose retention ended, in small batches, under an advisory
 // lock.
 //
@@ -50,6 +63,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -228,9 +242,11 @@ type Source struct {
 	log  *slog.Logger
 	q    queries
 
-	shift atomic.Int64 // µs added to the database's clock, in tests only
+	shift      atomic.Int64 // µs added to the database's clock, in tests only
+	lastNotify atomic.Int64 // the local clock (ns) of the last enqueue's NOTIFY of jobs due now
 
 	n notifier
+	b batcher
 }
 
 var (
@@ -254,6 +270,7 @@ func OpenSource(ctx context.Context, opts Options) (*Source, error) {
 	}
 	s := &Source{pool: opts.Pool, opts: opts, log: opts.Logger, q: newQueries(opts.Schema)}
 	s.n.src = s
+	s.b.src = s
 	if err := s.settings(ctx); err != nil {
 		return nil, err
 	}
@@ -374,24 +391,58 @@ func tstz(t time.Time) pgtype.Timestamptz {
 
 // querier is what an enqueue runs on: the pool, a pgx.Tx, or a *sql.Tx.
 type querier interface {
-	query(ctx context.Context, sql string, args []any, scan func(n int, stored bool, hash string) error) error
+	// insert runs the insert statement and, when wake is not empty, the
+	// NOTIFY, one round trip where it can; it returns the ids stored.
+	insert(ctx context.Context, ins string, args []any, wake string, wakeArgs []any) ([]string, error)
+	// hashes returns the hashes of the ids stored (in the querier's
+	// transaction).
+	hashes(ctx context.Context, sql string, args []any) (map[string]string, error)
 }
 
 // enqueueArgs returns the arguments of the enqueue statement for the jobs
-// (each id once), after the shift, the queue and the channel.
-func (s *Source) enqueueArgs(jobs []mailqueue.NewJob) []any {
+// (each id once), and those of its NOTIFY.
+func (s *Source) enqueueArgs(jobs []mailqueue.NewJob) (ins, wake []any) {
 	n := len(jobs)
 	ids, hashes, datas, tenants := make([]string, n), make([]string, n), make([][]byte, n), make([]string, n)
 	vs, maxes := make([]int32, n), make([]int32, n)
 	pris := make([]int16, n)
 	runAt, enq := make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n)
+	var soonest time.Time
+	now := false
 	for i, j := range jobs {
 		ids[i], hashes[i], datas[i], tenants[i] = j.ID, j.Hash, j.Data, j.TenantID
 		vs[i], pris[i] = version(j.Data), priorityNum(j.Priority)
 		maxes[i] = int32(cmp.Or(j.MaxAttempts, mailqueue.DefaultMaxAttempts)) //nolint:gosec // at most 100
 		runAt[i], enq[i] = tstz(j.RunAt), tstz(j.EnqueuedAt)
+		switch {
+		case j.RunAt.IsZero():
+			now = true
+		case soonest.IsZero() || j.RunAt.Before(soonest):
+			soonest = j.RunAt
+		}
 	}
-	return []any{s.us(), s.opts.Queue, s.channel(), ids, hashes, vs, datas, pris, tenants, maxes, runAt, enq}
+	if now {
+		soonest = time.Time{}
+	}
+	return []any{s.us(), s.opts.Queue, ids, hashes, vs, datas, pris, tenants, maxes, runAt, enq},
+		[]any{s.us(), s.channel(), tstz(soonest)}
+}
+
+// NotifyWindow is the least time between two NOTIFYs of an enqueue of
+// jobs due now, per queue and process; a worker woken by a notification
+// reserves once more NotifyWindow later, so that a job whose NOTIFY was
+// left out is taken then (see the package's doc).
+const NotifyWindow = 2 * time.Millisecond
+
+// notifyNow reports whether an enqueue of jobs due now sends its NOTIFY:
+// none was sent in the last NotifyWindow.
+func (s *Source) notifyNow() bool {
+	now := time.Now().UnixNano()
+	last := s.lastNotify.Load()
+	if now-last < int64(NotifyWindow) {
+		return false
+	}
+	return s.lastNotify.CompareAndSwap(last, now)
 }
 
 // Enqueue stores jobs, all in one statement (one transaction), and wakes
@@ -399,15 +450,17 @@ func (s *Source) enqueueArgs(jobs []mailqueue.NewJob) []any {
 // duplicate is told by the stored hash; a conflict is another hash under
 // the id. A finished job whose retention ended is replaced.
 func (s *Source) Enqueue(ctx context.Context, jobs []mailqueue.NewJob) ([]mailqueue.EnqueueResult, error) {
-	res, err := s.enqueueOn(ctx, poolQuerier{s.pool}, jobs)
+	res, err := s.enqueueOn(ctx, pgxQuerier{s.pool}, jobs)
 	if err == nil && s.n.local() {
 		s.n.wakeAll()
 	}
 	return res, err
 }
 
-// enqueueOn runs the enqueue statement on q. An id given twice in jobs is
-// stored once: the later ones are told against the first.
+// enqueueOn runs the enqueue statement and its NOTIFY on q; when some ids
+// were not stored, their hashes are read after, in the same transaction
+// when q is one, telling a duplicate from a conflict. An id given twice in
+// jobs is stored once: the later ones are told against the first.
 func (s *Source) enqueueOn(ctx context.Context, q querier, jobs []mailqueue.NewJob) ([]mailqueue.EnqueueResult, error) {
 	if len(jobs) == 0 {
 		return nil, nil
@@ -420,89 +473,119 @@ func (s *Source) enqueueOn(ctx context.Context, q querier, jobs []mailqueue.NewJ
 			uniq = append(uniq, j)
 		}
 	}
-	res := make([]mailqueue.EnqueueResult, len(jobs))
-	got := make([]bool, len(uniq))
-	var unseen []int // not stored, and no hash visible to the statement
-	err := q.query(ctx, s.q.enqueue, s.enqueueArgs(uniq), func(n int, stored bool, hash string) error {
-		if n < 1 || n > len(uniq) {
-			return fmt.Errorf("row %d of %d jobs", n, len(uniq))
-		}
-		j := uniq[n-1]
-		got[n-1] = true
-		r := mailqueue.EnqueueResult{ID: j.ID}
-		switch {
-		case stored:
-		case hash == "":
-			unseen = append(unseen, first[j.ID])
-		case hash == j.Hash:
-			r.Duplicate = true
-		default:
-			r.Conflict = true
-		}
-		res[first[j.ID]] = r
-		return nil
-	})
+	ins, wake := s.enqueueArgs(uniq)
+	wakeSQL := s.q.wake
+	if !wake[2].(pgtype.Timestamptz).Valid && !s.notifyNow() {
+		wakeSQL = ""
+	}
+	stored, err := q.insert(ctx, s.q.enqueue, ins, wakeSQL, wake)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: enqueue: %w", err)
 	}
-	if slices.Contains(got, false) {
-		return nil, fmt.Errorf("postgres: enqueue: fewer results than the %d jobs", len(uniq))
+	res := make([]mailqueue.EnqueueResult, len(jobs))
+	done := make(map[string]bool, len(stored))
+	for _, id := range stored {
+		done[id] = true
 	}
-	for _, i := range unseen {
-		// A job of the id was committed by another transaction after this
-		// statement's snapshot began: its hash is read again.
-		var hash string
-		err := q.query(ctx, s.q.selectHash, []any{s.opts.Queue, jobs[i].ID}, func(_ int, _ bool, h string) error { hash = h; return nil })
+	var rest []string
+	for _, j := range uniq {
+		if !done[j.ID] {
+			rest = append(rest, j.ID)
+		}
+	}
+	var held map[string]string
+	if len(rest) > 0 {
+		// Duplicates and conflicts: a new statement, so that a job of the
+		// id committed by another transaction while the insert waited for
+		// it is seen (under READ COMMITTED).
+		held, err = q.hashes(ctx, s.q.selectHashes, []any{s.opts.Queue, rest})
 		if err != nil {
 			return nil, fmt.Errorf("postgres: enqueue: %w", err)
-		}
-		switch hash {
-		case "":
-			return nil, fmt.Errorf("postgres: enqueue: job %s was stored by a transaction this one cannot see; enqueue it again", jobs[i].ID)
-		case jobs[i].Hash:
-			res[i].Duplicate = true
-		default:
-			res[i].Conflict = true
 		}
 	}
 	for i, j := range jobs {
 		f := first[j.ID]
-		if f == i {
-			continue
+		r := mailqueue.EnqueueResult{ID: j.ID}
+		switch {
+		case f != i:
+			r.Duplicate, r.Conflict = j.Hash == jobs[f].Hash, j.Hash != jobs[f].Hash
+		case done[j.ID]:
+		default:
+			h, ok := held[j.ID]
+			switch {
+			case !ok:
+				return nil, fmt.Errorf("postgres: enqueue: job %s was stored by a transaction this one cannot see; enqueue it again", j.ID)
+			case h == j.Hash:
+				r.Duplicate = true
+			default:
+				r.Conflict = true
+			}
 		}
-		res[i] = mailqueue.EnqueueResult{ID: j.ID, Duplicate: j.Hash == jobs[f].Hash, Conflict: j.Hash != jobs[f].Hash}
+		res[i] = r
 	}
 	return res, nil
 }
 
-// poolQuerier runs the enqueue on the pool: one statement, its own
-// transaction.
-type poolQuerier struct{ p *pgxpool.Pool }
-
-func (p poolQuerier) query(ctx context.Context, sql string, args []any, scan func(int, bool, string) error) error {
-	rows, err := p.p.Query(ctx, sql, args...)
-	if err != nil {
-		return err
-	}
-	return scanTriples(rows, scan)
+// batchQuerier is what pgxQuerier runs on: a pool or a pgx.Tx.
+type batchQuerier interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// scanTriples reads the rows of (n, stored, hash) of the enqueue
-// statement.
-func scanTriples(rows pgx.Rows, scan func(int, bool, string) error) error {
-	defer rows.Close()
-	for rows.Next() {
-		var n int64
-		var stored bool
-		var hash string
-		if err := rows.Scan(&n, &stored, &hash); err != nil {
-			return err
-		}
-		if err := scan(int(n), stored, hash); err != nil {
-			return err
-		}
+// pgxQuerier runs the enqueue on the pool (one implicit transaction) or
+// in a pgx.Tx: the insert and its NOTIFY in one pgx.Batch, one round
+// trip.
+type pgxQuerier struct{ q batchQuerier }
+
+func (p pgxQuerier) insert(ctx context.Context, ins string, args []any, wake string, wakeArgs []any) ([]string, error) {
+	b := &pgx.Batch{}
+	b.Queue(ins, args...)
+	if wake != "" {
+		b.Queue(wake, wakeArgs...)
 	}
-	return rows.Err()
+	br := p.q.SendBatch(ctx, b)
+	ids, err := scanIDs(br.Query())
+	if err == nil && wake != "" {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return ids, err
+}
+
+func (p pgxQuerier) hashes(ctx context.Context, sql string, args []any) (map[string]string, error) {
+	rows, err := p.q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	m := map[string]string{}
+	for rows.Next() {
+		var id, h string
+		if err := rows.Scan(&id, &h); err != nil {
+			return nil, err
+		}
+		m[id] = h
+	}
+	return m, rows.Err()
+}
+
+// scanIDs reads the ids of the enqueue statement's RETURNING.
+func scanIDs(rows pgx.Rows, err error) ([]string, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
 
 // Reserve leases up to p.Limit due jobs in one statement; see
@@ -512,15 +595,36 @@ func scanTriples(rows pgx.Rows, scan func(int, bool, string) error) error {
 func (s *Source) Reserve(ctx context.Context, p mailqueue.ReserveParams) ([]*mailqueue.Lease, error) {
 	p = s.reserveParams(p)
 	before := s.now()
-	rows, err := s.pool.Query(ctx, s.reserveSQL(), s.us(), s.opts.Queue, p.Limit, p.LeaseDuration.Microseconds())
+	// With a runner listening, the µs until the next job is due come in
+	// the same round trip, for the wake-up timer.
+	local := s.n.local()
+	b := &pgx.Batch{}
+	b.Queue(s.reserveSQL(), s.us(), s.opts.Queue, p.Limit, p.LeaseDuration.Microseconds())
+	if local {
+		b.Queue(s.q.nextDue, s.us(), s.opts.Queue)
+	}
+	br := s.pool.SendBatch(ctx, b)
+	rows, err := br.Query()
+	var leases []*mailqueue.Lease
+	if err == nil {
+		leases, err = s.scanLeases(rows, before.Add(p.LeaseDuration))
+	}
+	var next pgtype.Int8
+	if err == nil && local {
+		err = br.QueryRow().Scan(&next)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return nil, fmt.Errorf("postgres: reserve: %w", err)
 	}
-	leases, err := s.scanLeases(rows, before.Add(p.LeaseDuration))
-	if err != nil {
-		return nil, fmt.Errorf("postgres: reserve: %w", err)
+	if s.opts.Fairness == mailqueue.FairnessTenant {
+		s.takeTurns(ctx, leases)
 	}
-	s.afterReserve(ctx, leases, p.Limit)
+	if next.Valid && len(leases) < p.Limit {
+		s.n.wakeIn(time.Duration(next.Int64) * time.Microsecond)
+	}
 	return leases, nil
 }
 
@@ -579,26 +683,6 @@ func (s *Source) scanLeases(rows pgx.Rows, until time.Time) ([]*mailqueue.Lease,
 	return leases, nil
 }
 
-// afterReserve gives the tenants served their new turn (with fairness),
-// and, when the reserve took fewer jobs than it could, arms the wake-up
-// timer for the next job due.
-func (s *Source) afterReserve(ctx context.Context, leases []*mailqueue.Lease, limit int) {
-	if s.opts.Fairness == mailqueue.FairnessTenant {
-		s.takeTurns(ctx, leases)
-	}
-	if len(leases) >= limit || !s.n.local() {
-		return
-	}
-	var next pgtype.Int8
-	if err := s.pool.QueryRow(ctx, s.q.nextDue, s.us(), s.opts.Queue).Scan(&next); err != nil {
-		s.log.Debug(string(codes.QueueReserveFailed), "reason", "reading when the next job is due", "err", err)
-		return
-	}
-	if next.Valid {
-		s.n.wakeIn(time.Duration(next.Int64) * time.Microsecond)
-	}
-}
-
 // takeTurns moves the tenants whose jobs of a shared lane (normal, low)
 // were leased to the end of their lane's turns, the last served last.
 func (s *Source) takeTurns(ctx context.Context, leases []*mailqueue.Lease) {
@@ -628,90 +712,66 @@ func (s *Source) takeTurns(ctx context.Context, leases []*mailqueue.Lease) {
 	}
 }
 
-// settleArgs are the arguments of the settle statement for the outcome.
-func (s *Source) settleArgs(id, token string, out mailqueue.Outcome) ([]any, error) {
-	var state int16
-	var spent int32
-	var delay, keep time.Duration
-	keepData := true
+// settleOp returns the settle of the outcome, asking limit leases of
+// lease each after it.
+func (s *Source) settleOp(ctx context.Context, id, token string, out mailqueue.Outcome, limit int, lease time.Duration) (*settleOp, error) {
+	o := &settleOp{ctx: ctx, what: out.Action.String(), id: id, token: token, keepData: true, wake: -1, limit: limit, lease: lease, before: s.now()}
 	switch out.Action {
 	case mailqueue.Ack:
-		state, spent, keep = stAccepted, 1, s.opts.DedupeWindow
-		keepData = s.opts.RetainData == mailqueue.RetainAllData
+		o.state, o.spent, o.keep = stAccepted, 1, s.opts.DedupeWindow
+		o.keepData = s.opts.RetainData == mailqueue.RetainAllData
 		out.Code, out.Reason = "", ""
 	case mailqueue.Retry:
-		state, spent, delay = stQueued, 1, max(out.Delay, 0)
+		o.state, o.spent, o.delay, o.wake = stQueued, 1, max(out.Delay, 0), max(out.Delay, 0)
 	case mailqueue.Release:
-		state, delay = stQueued, max(out.Delay, 0)
+		o.state, o.delay, o.wake = stQueued, max(out.Delay, 0), max(out.Delay, 0)
 	case mailqueue.Fail:
-		state, spent, keep = stFailed, 1, s.opts.RetainFailed
+		o.state, o.spent, o.keep = stFailed, 1, s.opts.RetainFailed
 		if out.State == codes.StateDeliveryUnknown {
-			state = stDeliveryUnknown
+			o.state = stDeliveryUnknown
 		}
-		keepData = s.opts.RetainData != mailqueue.RetainNoData
+		o.keepData = s.opts.RetainData != mailqueue.RetainNoData
 	default:
 		return nil, fmt.Errorf("postgres: settle: no action %v", out.Action)
 	}
-	return []any{s.us(), s.opts.Queue, id, token, state, spent, string(out.Code), out.Reason, delay.Microseconds(), keep.Microseconds(), keepData}, nil
+	// A value PostgreSQL cannot store in text (a NUL, bytes not UTF-8)
+	// would fail the settle at every try.
+	o.code, o.reason = pgText(string(out.Code)), pgText(out.Reason)
+	return o, nil
 }
 
-// settle runs the settle statement: false is a token not current.
+// pgText returns s as PostgreSQL's text stores it: valid UTF-8, no NUL.
+func pgText(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
+}
+
+// settle runs a settle, batched with those of concurrent runs (batch.go):
+// false is a token not current.
 func (s *Source) settle(ctx context.Context, id, token string, out mailqueue.Outcome) (bool, error) {
-	args, err := s.settleArgs(id, token, out)
+	o, err := s.settleOp(ctx, id, token, out, 0, 0)
 	if err != nil {
 		return false, err
 	}
-	ct, err := s.pool.Exec(ctx, s.q.settle, args...)
-	if err != nil {
-		return false, fmt.Errorf("postgres: %s: %w", out.Action, err)
-	}
-	ok := ct.RowsAffected() == 1
-	if ok && (out.Action == mailqueue.Retry || out.Action == mailqueue.Release) {
-		s.n.wakeIn(out.Delay)
-	}
-	return ok, nil
+	ok, _, err := s.b.run(o)
+	return ok, err
 }
 
-// SettleAndReserve settles a run and leases up to r.Limit more jobs in one
-// round trip (a batch of the two statements, one implicit transaction:
-// when it fails, neither applied); see polling.SettleReserver.
+// SettleAndReserve settles a run and leases up to r.Limit more jobs,
+// batched with the settles of concurrent runs (batch.go): one round trip
+// and one implicit transaction for the batch (when it fails, nothing of it
+// applied), one settle statement for its settles, each fenced by its own
+// token, and one reserve of the leases they ask for, shared out among them;
+// see polling.SettleReserver.
 func (s *Source) SettleAndReserve(ctx context.Context, p polling.SettleParams, r mailqueue.ReserveParams) (bool, []*mailqueue.Lease, error) {
-	args, err := s.settleArgs(p.ID, p.Token, p.Outcome)
+	limit := max(r.Limit, 0)
+	if r.LeaseDuration <= 0 {
+		r.LeaseDuration = s.opts.LeaseDuration
+	}
+	o, err := s.settleOp(ctx, p.ID, p.Token, p.Outcome, limit, r.LeaseDuration)
 	if err != nil {
 		return false, nil, err
 	}
-	if r.Limit <= 0 {
-		ok, err := s.settle(ctx, p.ID, p.Token, p.Outcome)
-		return ok, nil, err
-	}
-	r = s.reserveParams(r)
-	before := s.now()
-	b := &pgx.Batch{}
-	b.Queue(s.q.settle, args...)
-	b.Queue(s.reserveSQL(), s.us(), s.opts.Queue, r.Limit, r.LeaseDuration.Microseconds())
-	br := s.pool.SendBatch(ctx, b)
-	ct, err := br.Exec()
-	if err != nil {
-		_ = br.Close()
-		return false, nil, fmt.Errorf("postgres: %s and reserve: %w", p.Outcome.Action, err)
-	}
-	rows, err := br.Query()
-	var leases []*mailqueue.Lease
-	if err == nil {
-		leases, err = s.scanLeases(rows, before.Add(r.LeaseDuration))
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return false, nil, fmt.Errorf("postgres: %s and reserve: %w", p.Outcome.Action, err)
-	}
-	ok := ct.RowsAffected() == 1
-	if ok && (p.Outcome.Action == mailqueue.Retry || p.Outcome.Action == mailqueue.Release) {
-		s.n.wakeIn(p.Outcome.Delay)
-	}
-	s.afterReserve(ctx, leases, r.Limit)
-	return ok, leases, nil
+	return s.b.run(o)
 }
 
 // Extend moves the end of a lease to now + p.Duration, by the database's

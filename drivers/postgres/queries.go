@@ -11,9 +11,9 @@ import (
 // The queue is $2 (or $1 for those that read no clock).
 type queries struct {
 	insertQueue, selectQueue                     string
-	enqueue, selectHash                          string
+	enqueue, wake, selectHashes                  string
 	reserve, reserveFair, nextDue, takeTurns     string
-	settle, extend, pause, resume                string
+	settleMany, extend, pause, resume            string
 	stats, pauses, jobs, get, retryFailed, purge string
 	prune                                        string
 }
@@ -46,40 +46,31 @@ var templates = queries{
 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (queue) DO NOTHING`,
 	selectQueue: `SELECT fairness, dedupe_ms, retain_failed_ms, retain_data FROM {schema}.queues WHERE queue = $1`,
 
-	// $3 the channel, $4.. the jobs' columns, each id once. A finished
-	// job whose retention ended is replaced; any other row of the id
-	// is left, and its hash (from the statement's snapshot) tells a
-	// duplicate from a conflict. The NOTIFY carries the µs until the
-	// soonest job stored is due.
-	enqueue: `WITH ` + clk + `,
-inp AS (
-	SELECT * FROM unnest($4::text[], $5::text[], $6::int[], $7::bytea[], $8::smallint[], $9::text[], $10::int[], $11::timestamptz[], $12::timestamptz[])
-		WITH ORDINALITY AS i(id, hash, v, data, priority, tenant, max_attempts, run_at, enqueued_at, n)
-),
-ins AS (
-	INSERT INTO {schema}.jobs AS j (queue, id, hash, v, data, priority, tenant, state, max_attempts, attempts, redeliveries,
-		enqueued_at, run_at, due_at, seq, token, lease_until, code, reason, finished_at, keep_until)
-	SELECT $2, i.id, i.hash, i.v, i.data, i.priority, i.tenant, 0, i.max_attempts, 0, 0,
-		coalesce(i.enqueued_at, clk.now), coalesce(i.run_at, clk.now), coalesce(i.run_at, clk.now), nextval('{schema}.seq'),
-		NULL, NULL, '', '', NULL, NULL
-	FROM inp i, clk ORDER BY i.n
-	ON CONFLICT (queue, id) DO UPDATE SET hash = EXCLUDED.hash, v = EXCLUDED.v, data = EXCLUDED.data, priority = EXCLUDED.priority,
-		tenant = EXCLUDED.tenant, state = 0, max_attempts = EXCLUDED.max_attempts, attempts = 0, redeliveries = 0,
-		enqueued_at = EXCLUDED.enqueued_at, run_at = EXCLUDED.run_at, due_at = EXCLUDED.due_at, seq = EXCLUDED.seq,
-		token = NULL, lease_until = NULL, code = '', reason = '', finished_at = NULL, keep_until = NULL
-		WHERE j.state >= 2 AND j.keep_until <= (SELECT now FROM clk)
-	RETURNING j.id, j.due_at
-),
-wake AS (
-	SELECT pg_notify($3, greatest(0, (extract(epoch FROM min(ins.due_at) - (SELECT now FROM clk)) * 1000000)::bigint)::text)
-	FROM ins HAVING count(*) > 0
-)
-SELECT i.n, ins.id IS NOT NULL, coalesce(old.hash, '') || (SELECT '' FROM (SELECT count(*) FROM wake) w)
-FROM inp i
-LEFT JOIN ins ON ins.id = i.id
-LEFT JOIN {schema}.jobs old ON old.queue = $2 AND old.id = i.id
-ORDER BY i.n`,
-	selectHash: `SELECT 1, false, hash FROM {schema}.jobs WHERE queue = $1 AND id = $2`,
+	// $3.. the jobs' columns, each id once. A finished job whose
+	// retention ended is replaced; any other row of the id is left. The
+	// ids stored come back; the hashes of the others are read after
+	// (selectHashes), the rare path. A plain INSERT, no CTE: its plan is
+	// cached (the CTEs and joins of a statement that also told the
+	// hashes had it planned afresh every call, 0.6 to 1.6 ms).
+	enqueue: `INSERT INTO {schema}.jobs AS j (queue, id, hash, v, data, priority, tenant, state, max_attempts, attempts, redeliveries,
+	enqueued_at, run_at, due_at, seq, token, lease_until, code, reason, finished_at, keep_until)
+SELECT $2, i.id, i.hash, i.v, i.data, i.priority, i.tenant, 0, i.max_attempts, 0, 0,
+	coalesce(i.enqueued_at, now() + ` + us("$1") + `), coalesce(i.run_at, now() + ` + us("$1") + `), coalesce(i.run_at, now() + ` + us("$1") + `), nextval('{schema}.seq'),
+	NULL, NULL, '', '', NULL, NULL
+FROM unnest($3::text[], $4::text[], $5::int[], $6::bytea[], $7::smallint[], $8::text[], $9::int[], $10::timestamptz[], $11::timestamptz[])
+	WITH ORDINALITY AS i(id, hash, v, data, priority, tenant, max_attempts, run_at, enqueued_at, n)
+ORDER BY i.n
+ON CONFLICT (queue, id) DO UPDATE SET hash = EXCLUDED.hash, v = EXCLUDED.v, data = EXCLUDED.data, priority = EXCLUDED.priority,
+	tenant = EXCLUDED.tenant, state = 0, max_attempts = EXCLUDED.max_attempts, attempts = 0, redeliveries = 0,
+	enqueued_at = EXCLUDED.enqueued_at, run_at = EXCLUDED.run_at, due_at = EXCLUDED.due_at, seq = EXCLUDED.seq,
+	token = NULL, lease_until = NULL, code = '', reason = '', finished_at = NULL, keep_until = NULL
+	WHERE j.state >= 2 AND j.keep_until <= now() + ` + us("$1") + `
+RETURNING j.id`,
+	// The NOTIFY of an enqueue, in the same transaction: $2 the channel,
+	// $3 the soonest run_at of the jobs (NULL when one is due now); the
+	// payload is the µs until it is due.
+	wake:         `SELECT pg_notify($2, greatest(0, coalesce((extract(epoch FROM $3::timestamptz - now() + ` + us("$1") + `) * 1000000)::bigint, 0))::text)`,
+	selectHashes: `SELECT id, hash FROM {schema}.jobs WHERE queue = $1 AND id = ANY($2::text[])`,
 
 	reserve: `WITH ` + clk + `,
 c AS (
@@ -129,22 +120,25 @@ INSERT INTO {schema}.turns AS t (queue, priority, tenant, turn)
 SELECT $1, u.p, u.t, b.b + u.n FROM unnest($2::smallint[], $3::text[]) WITH ORDINALITY AS u(p, t, n), b
 ON CONFLICT (queue, priority, tenant) DO UPDATE SET turn = EXCLUDED.turn`,
 
-	// $3 id, $4 token, $5 the new state, $6 the attempts spent (0 or
-	// 1), $7 code, $8 reason, $9 the delay (µs) of a job queued again,
-	// $10 the retention (µs) of a finished one, $11 whether it keeps
-	// its data. Fenced by the token alone: a lease that ran out still
-	// settles while no reserve took the job.
-	settle: `WITH ` + clk + `
-UPDATE {schema}.jobs j SET state = $5::smallint, attempts = j.attempts + $6::int, token = NULL, lease_until = NULL,
-	code = $7, reason = $8,
-	run_at = CASE WHEN $5::smallint = 0 THEN clk.now + ` + us("$9") + ` ELSE j.run_at END,
-	due_at = CASE WHEN $5::smallint = 0 THEN clk.now + ` + us("$9") + ` ELSE j.due_at END,
-	seq = CASE WHEN $5::smallint = 0 THEN nextval('{schema}.seq') ELSE j.seq END,
-	finished_at = CASE WHEN $5::smallint = 0 THEN NULL ELSE clk.now END,
-	keep_until = CASE WHEN $5::smallint = 0 THEN NULL ELSE clk.now + ` + us("$10") + ` END,
-	data = CASE WHEN $11::boolean THEN j.data ELSE NULL END
-FROM clk
-WHERE j.queue = $2 AND j.id = $3 AND j.token = $4 AND j.state = 1`,
+	// The settles of a batch (batch.go): $3.. arrays of one element a
+	// settle: the id, the token, the new state, the attempts spent (0 or
+	// 1), code, reason, the delay (µs) of a job queued again, the
+	// retention (µs) of a finished one, whether it keeps its data. Each
+	// row is fenced by its own token alone (a lease that ran out still
+	// settles while no reserve took the job); the ordinals of the settles
+	// applied come back. The clock is now() inline, not the clk CTE.
+	settleMany: `UPDATE {schema}.jobs j SET state = i.state, attempts = j.attempts + i.spent, token = NULL, lease_until = NULL,
+	code = i.code, reason = i.reason,
+	run_at = CASE WHEN i.state = 0 THEN now() + ` + us("$1") + ` + ` + us("i.delay") + ` ELSE j.run_at END,
+	due_at = CASE WHEN i.state = 0 THEN now() + ` + us("$1") + ` + ` + us("i.delay") + ` ELSE j.due_at END,
+	seq = CASE WHEN i.state = 0 THEN nextval('{schema}.seq') ELSE j.seq END,
+	finished_at = CASE WHEN i.state = 0 THEN NULL ELSE now() + ` + us("$1") + ` END,
+	keep_until = CASE WHEN i.state = 0 THEN NULL ELSE now() + ` + us("$1") + ` + ` + us("i.keep") + ` END,
+	data = CASE WHEN i.keep_data THEN j.data ELSE NULL END
+FROM unnest($3::text[], $4::text[], $5::smallint[], $6::int[], $7::text[], $8::text[], $9::bigint[], $10::bigint[], $11::boolean[])
+	WITH ORDINALITY AS i(id, token, state, spent, code, reason, delay, keep, keep_data, n)
+WHERE j.queue = $2 AND j.id = i.id AND j.token = i.token AND j.state = 1
+RETURNING i.n`,
 
 	extend: `WITH ` + clk + `
 UPDATE {schema}.jobs j SET lease_until = clk.now + ` + us("$5") + `, due_at = clk.now + ` + us("$5") + `
@@ -227,8 +221,8 @@ OFFSET $4 LIMIT $5`,
 func newQueries(schema string) queries {
 	q := templates
 	for _, p := range []*string{
-		&q.insertQueue, &q.selectQueue, &q.enqueue, &q.selectHash, &q.reserve, &q.reserveFair, &q.nextDue, &q.takeTurns,
-		&q.settle, &q.extend, &q.pause, &q.resume, &q.stats, &q.pauses, &q.get, &q.jobs, &q.retryFailed, &q.purge, &q.prune,
+		&q.insertQueue, &q.selectQueue, &q.enqueue, &q.wake, &q.selectHashes, &q.reserve, &q.reserveFair, &q.nextDue, &q.takeTurns,
+		&q.settleMany, &q.extend, &q.pause, &q.resume, &q.stats, &q.pauses, &q.get, &q.jobs, &q.retryFailed, &q.purge, &q.prune,
 	} {
 		*p = inSchema(*p, schema)
 	}
