@@ -500,7 +500,7 @@ func (r reservedRule) match(name string) bool {
 // shape (Job), read from the schema by cmd/generate.
 var reservedRules = []reservedRule{{
 	message:  "is a header the kit owns and sets itself",
-	names:    []string{"from", "sender", "to", "cc", "bcc", "reply-to", "subject", "message-id", "date", "mime-version", "content-*", "resent-*", "return-path", "received", "dkim-signature", "authentication-results", "delivered-to", "x-original-to", "errors-to", "disposition-notification-to", "arc-*"},
+	names:    []string{"from", "sender", "to", "cc", "bcc", "reply-to", "subject", "message-id", "date", "mime-version", "content-*", "resent-*", "return-path", "received", "dkim-signature", "authentication-results", "delivered-to", "x-original-to", "errors-to", "disposition-notification-to", "return-receipt-to", "apparently-to", "arc-*"},
 	property: "headers",
 	rule:     "reservedHeader",
 }}
