@@ -300,7 +300,11 @@ func FuzzValidate(f *testing.F) {
 			return
 		}
 		for _, fe := range verr.Errors {
-			if !resolves(v, fe.Pointer, fe.Rule == "required") {
+			// A name twice is told at its first object, which a decoder
+			// that keeps the last value of a name may have replaced: the
+			// pointer is then in the text, not in encoding/json's tree.
+			twice := fe.Rule == "json" && strings.Contains(fe.Message, "appears twice")
+			if !twice && !resolves(v, fe.Pointer, fe.Rule == "required") {
 				t.Errorf("%+v: the pointer is not in the input", fe)
 			}
 			if fe.Rule == "" || fe.Message == "" {
